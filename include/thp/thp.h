@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/**
+ * @file thp.h
+ * @brief libthp: per-process transparent huge page policy for Linux.
+ *
+ * One versioned, struct-configured API over every kernel interface that
+ * changes THP behaviour: the RFC process_madvise() PMADV_* flags, the RFC
+ * PR_SET_THP_POLICY prctl, mainline PR_SET_THP_DISABLE, mainline
+ * process_madvise() and a madvise() loop.  Every call reports how far it got
+ * and what failed where, whichever backend did the work.
+ *
+ * Conventions shared by every call:
+ * - The options struct starts with `size_t sz`, set by the caller to the
+ *   sizeof() it was compiled with (the THP_OPTS() macro does this).  A size
+ *   below the first published version is -EINVAL; bytes past what this
+ *   library knows must be zero, else -E2BIG.
+ * - Return: >= 0 on success, a negative errno on failure; errno is set too.
+ * - Nothing is changed when validation fails: every argument is checked
+ *   before the first system call.
+ */
+#ifndef THP_THP_H
+#define THP_THP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Marks a symbol exported from libthp.so; everything else is hidden. */
+#ifndef THP_API
+#define THP_API __attribute__((visibility("default")))
+#endif
+
+/** Library version, major part. */
+#define THP_VERSION_MAJOR 0
+/** Library version, minor part. */
+#define THP_VERSION_MINOR 1
+/** Library version, patch part. */
+#define THP_VERSION_PATCH 0
+
+/**
+ * Declare a zero-initialised options struct of type @p type named @p name,
+ * with its size member set, plus any designated initialisers given, e.g.
+ * `THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE);`.
+ */
+#define THP_OPTS(type, name, ...)                                          \
+	struct type name = { .sz = sizeof(struct type), __VA_ARGS__ }
+
+/** THP advice accepted by libthp; the values are the kernel's MADV_* ones. */
+enum thp_advice {
+	THP_ADVICE_HUGE = 14,     /**< MADV_HUGEPAGE: prefer huge pages here. */
+	THP_ADVICE_NOHUGE = 15,   /**< MADV_NOHUGEPAGE: never huge pages here. */
+	THP_ADVICE_COLLAPSE = 25, /**< MADV_COLLAPSE: collapse into huge pages now. */
+};
+
+/**
+ * Kernel interfaces libthp can drive.  THP_BACKEND_AUTO lets the library
+ * pick the best one the running kernel offers; any other value forces that
+ * backend (for tests and benchmarks) and fails with -EOPNOTSUPP when it is
+ * not available or cannot do the requested operation.
+ */
+enum thp_backend {
+	THP_BACKEND_AUTO = 0,            /**< Pick the best available. */
+	THP_BACKEND_PMADV = 1,           /**< process_madvise() with RFC PMADV_* flags. */
+	THP_BACKEND_PROCESS_MADVISE = 2, /**< Mainline process_madvise(), vector, no flags. */
+	THP_BACKEND_MADVISE = 3,         /**< A madvise() loop (own process only). */
+	THP_BACKEND_PRCTL_POLICY = 4,    /**< RFC PR_SET_THP_POLICY (explicit opt-in only). */
+	THP_BACKEND_PRCTL_DISABLE = 5,   /**< Mainline PR_SET_THP_DISABLE (+ EXCEPT_ADVISED). */
+	THP_BACKEND_EXISTING_ONLY = 6,   /**< Advise existing mappings only: not persistent. */
+	THP_BACKEND_PRELOAD = 7,         /**< libthp-preload.so interposition (thpctl run). */
+	THP_BACKEND_COUNT                /**< Number of backend ids. */
+};
+
+/**
+ * Target the calling process.  Zero, so that a zero-filled options struct
+ * means "self".  (A pidfd that happens to be descriptor 0 must be dup()ed.)
+ */
+#define THP_SELF 0
+
+/** @name Flags for thp_apply_opts.flags and thp_apply_all_opts.flags */
+/**@{*/
+/** Best effort: go on past failures; implies THP_F_NO_ERROR_ON_UNMAPPED. */
+#define THP_F_SKIP_ERRORS (1u << 0)
+/** Unmapped gaps inside a range are not errors (other errors still stop). */
+#define THP_F_NO_ERROR_ON_UNMAPPED (1u << 1)
+/**@}*/
+
+/** One range of virtual addresses in the target process. */
+struct thp_range {
+	uint64_t addr; /**< Start; must be page aligned. */
+	uint64_t len;  /**< Length in bytes; rounded up to whole pages, as madvise() does. */
+};
+
+/**
+ * What happened to one requested range (thp_apply_ranges()) or one failed
+ * mapping (thp_apply_all()).  Fixed layout; the reserved words are zero.
+ */
+struct thp_report {
+	uint64_t addr;           /**< Start of the range or mapping. */
+	uint64_t len;            /**< Its length (page-rounded). */
+	uint64_t bytes_advised;  /**< Bytes the advice was applied to without error. */
+	uint64_t bytes_unmapped; /**< Bytes of the range that no mapping covered. */
+	uint64_t fail_addr;      /**< First address that failed (0 if none). */
+	int32_t error;           /**< Positive errno of that failure, 0 if none. */
+	uint32_t backend;        /**< enum thp_backend that did the work. */
+	uint32_t attempted;      /**< 1 if the range was reached, 0 if an earlier stop left it untouched. */
+	uint32_t reserved0;      /**< Zero. */
+	uint64_t reserved[2];    /**< Zero. */
+};
+
+/** Options for thp_apply_ranges(). */
+struct thp_apply_opts {
+	size_t sz;                  /**< sizeof(struct thp_apply_opts) */
+	int pidfd;                  /**< Target process: THP_SELF or a pidfd. */
+	int advice;                 /**< enum thp_advice. */
+	uint32_t flags;             /**< THP_F_* flags. */
+	uint32_t backend;           /**< enum thp_backend; 0 = auto. */
+	struct thp_report *reports; /**< Optional: one entry per range, filled in. */
+	uint32_t backend_used;      /**< Out: the backend that did the work. */
+	uint32_t reserved0;         /**< Zero. */
+};
+/** Size of the first published struct thp_apply_opts. */
+#define THP_APPLY_OPTS_SIZE_VER0 40
+
+/**
+ * Apply THP advice to a vector of ranges of one process.
+ *
+ * Default mode stops at the first range that fails; an unmapped gap inside a
+ * range is an error (ENOMEM) as in madvise(), but the mapped parts of that
+ * range are still advised and reported.  THP_F_SKIP_ERRORS goes on past
+ * failures; THP_F_NO_ERROR_ON_UNMAPPED ignores gaps only.
+ *
+ * The happy path is one system call (two when a range passes the kernel's
+ * 2 GiB-per-call limit); mappings are walked only to explain a failure.
+ * Advice for another process is limited by the kernel: mainline accepts only
+ * THP_ADVICE_COLLAPSE there, so THP_ADVICE_HUGE / NOHUGE on another process
+ * fail with -EOPNOTSUPP (see thp_strerror_detail()).
+ *
+ * @param ranges    Array of @p nr_ranges ranges (may be NULL if 0).
+ * @param nr_ranges Number of ranges, at most THP_MAX_RANGES.
+ * @param opts      Options; must not be NULL.
+ * @return Number of ranges advised completely without error (== nr_ranges
+ *         unless THP_F_SKIP_ERRORS), or a negative errno:
+ *         -EINVAL bad advice, flags, alignment, wrapping range, NULL pointer,
+ *         size below VER0; -E2BIG non-zero unknown tail; -EBADF bad pidfd;
+ *         -ESRCH target exited; -EOPNOTSUPP advice/backend not possible for
+ *         this target; -ENOMEM a gap (default mode); any errno the kernel
+ *         returned for the first failing mapping (default mode).
+ */
+THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
+			     struct thp_apply_opts *opts);
+
+/** Largest nr_ranges accepted by thp_apply_ranges(). */
+#define THP_MAX_RANGES (1u << 20)
+
+/** Options and results of thp_apply_all(). */
+struct thp_apply_all_opts {
+	size_t sz;                   /**< sizeof(struct thp_apply_all_opts) */
+	int pidfd;                   /**< Target process: THP_SELF or a pidfd. */
+	int advice;                  /**< enum thp_advice. */
+	uint32_t flags;              /**< THP_F_* flags (gaps never count as errors here). */
+	uint32_t backend;            /**< enum thp_backend; 0 = auto. */
+	struct thp_report *failures; /**< Optional array for the mappings that failed. */
+	size_t failures_cap;         /**< Entries available in @ref failures. */
+	/* Results. */
+	size_t failures_needed;      /**< Out: number of mappings that failed. */
+	uint64_t mappings_seen;      /**< Out: mappings found in the address space. */
+	uint64_t mappings_advised;   /**< Out: mappings advised without error. */
+	uint64_t mappings_skipped;   /**< Out: failed mappings passed over (THP_F_SKIP_ERRORS). */
+	uint64_t bytes_advised;      /**< Out: bytes advised without error. */
+	uint32_t backend_used;       /**< Out: the backend that did the work. */
+	uint32_t reserved0;          /**< Zero. */
+};
+/** Size of the first published struct thp_apply_all_opts. */
+#define THP_APPLY_ALL_OPTS_SIZE_VER0 88
+
+/**
+ * Apply THP advice to every mapping of one process.
+ *
+ * Gaps between mappings are never errors.  Without THP_F_SKIP_ERRORS the
+ * walk stops at the first mapping that fails.  Only failed mappings are
+ * reported in @c failures (at most failures_cap; failures_needed says how
+ * many there were).
+ *
+ * @param opts Options and results; must not be NULL.
+ * @return Number of mappings advised without error, or a negative errno as
+ *         for thp_apply_ranges().
+ */
+THP_API int thp_apply_all(struct thp_apply_all_opts *opts);
+
+/** Process-wide default THP policy. */
+enum thp_policy {
+	THP_POLICY_SYSTEM = 0, /**< Follow /sys/kernel/mm/transparent_hugepage/enabled. */
+	THP_POLICY_HUGE = 1,   /**< New mappings default to MADV_HUGEPAGE. */
+	THP_POLICY_NOHUGE = 2, /**< THP only where advised (MADV_HUGEPAGE). */
+	THP_POLICY_NEVER = 3,  /**< No THP at all. */
+	THP_POLICY_COUNT       /**< Number of policies. */
+};
+
+/** @name Flags for thp_default_opts.flags */
+/**@{*/
+/** Fail with -EOPNOTSUPP rather than apply a policy that does not survive fork()/exec(). */
+#define THP_DEFAULT_F_REQUIRE_PERSISTENT (1u << 0)
+/** Do not advise existing mappings; only set the default for new ones. */
+#define THP_DEFAULT_F_NO_EXISTING (1u << 1)
+/**
+ * The caller declares that the running kernel implements the RFC
+ * PR_SET_THP_POLICY prctl with the numbers in prctl_set / prctl_get.
+ * Without it (or the build option) libthp never issues those prctls: on
+ * mainline 78 is PR_FUTEX_HASH.
+ */
+#define THP_DEFAULT_F_RFC_PRCTL (1u << 2)
+/**@}*/
+
+/** Options and results of thp_set_default() / thp_get_default(). */
+struct thp_default_opts {
+	size_t sz;             /**< sizeof(struct thp_default_opts) */
+	int pidfd;             /**< Target: THP_SELF (set), or a pidfd (get only). */
+	uint32_t policy;       /**< In (set) / out (get): enum thp_policy. */
+	uint32_t flags;        /**< THP_DEFAULT_F_* flags. */
+	uint32_t backend;      /**< enum thp_backend; 0 = auto. */
+	int prctl_set;         /**< With THP_DEFAULT_F_RFC_PRCTL: PR_SET_THP_POLICY number (0 = 78). */
+	int prctl_get;         /**< With THP_DEFAULT_F_RFC_PRCTL: PR_GET_THP_POLICY number (0 = 79). */
+	/* Results. */
+	uint32_t backend_used; /**< Out: the backend that set or explains the policy. */
+	bool persistent;       /**< Out: the policy survives fork() and exec(). */
+	uint8_t reserved0[3];  /**< Zero. */
+	uint64_t mappings_changed; /**< Out (set): existing mappings advised. */
+};
+/** Size of the first published struct thp_default_opts. */
+#define THP_DEFAULT_OPTS_SIZE_VER0 48
+
+/**
+ * Set the default THP policy of the calling process, inherited by children
+ * and kept across exec() where the kernel can.
+ * @param opts Options and results; must not be NULL.
+ * @return 0, or a negative errno (-EOPNOTSUPP: policy cannot be set, or not
+ *         persistently with THP_DEFAULT_F_REQUIRE_PERSISTENT).
+ */
+THP_API int thp_set_default(struct thp_default_opts *opts);
+
+/**
+ * Read the effective default policy of the calling process or, through a
+ * pidfd, of another one (from /proc/PID/status).
+ * @param opts Options and results (policy, backend_used, persistent).
+ * @return 0, or a negative errno.
+ */
+THP_API int thp_get_default(struct thp_default_opts *opts);
+
+/** What the running kernel offers; filled by thp_probe(). */
+struct thp_probe_info {
+	size_t sz;                     /**< sizeof(struct thp_probe_info) */
+	uint32_t backends;             /**< Bit (1u << enum thp_backend) per usable backend. */
+	uint32_t thp_mode;             /**< sysfs "enabled": 0 always, 1 madvise, 2 never, 3 unknown/absent. */
+	uint64_t pmd_size;             /**< PMD huge page size in bytes (0 if unknown). */
+	int pidfd_self;                /**< PIDFD_SELF value the kernel accepts, 0 if none. */
+	bool procmap_query;            /**< PROCMAP_QUERY ioctl works. */
+	bool pmadv_skip_errors;        /**< RFC PMADV_SKIP_ERRORS accepted. */
+	bool pmadv_no_error_on_unmapped; /**< RFC PMADV_NO_ERROR_ON_UNMAPPED accepted. */
+	bool pmadv_set_default;        /**< RFC PMADV_SET_FORK_EXEC_DEFAULT accepted. */
+	bool pmadv_entire_address_space; /**< RFC PMADV_ENTIRE_ADDRESS_SPACE accepted. */
+	bool process_madvise_self_huge; /**< process_madvise(self, MADV_HUGEPAGE) works (6.13+). */
+	bool thp_disable_except_advised; /**< PR_THP_DISABLE_EXCEPT_ADVISED (6.18+). */
+	bool madvise_collapse;         /**< MADV_COLLAPSE is known to the kernel. */
+};
+/** Size of the first published struct thp_probe_info. */
+#define THP_PROBE_INFO_SIZE_VER0 40
+
+/** thp_probe_info.thp_mode values. */
+enum thp_sysfs_mode {
+	THP_MODE_ALWAYS = 0,  /**< always */
+	THP_MODE_MADVISE = 1, /**< madvise */
+	THP_MODE_NEVER = 2,   /**< never */
+	THP_MODE_UNKNOWN = 3, /**< absent or unreadable */
+};
+
+/**
+ * Report what this kernel offers.  Probing happens once per process
+ * (thread-safe); the sysfs mode is re-read on each call.
+ * @param info Filled in; info->sz must be set.
+ * @return 0, or a negative errno.
+ */
+THP_API int thp_probe(struct thp_probe_info *info);
+
+/** THP state of one mapping, from /proc/PID/smaps. */
+struct thp_mapping_state {
+	uint64_t start;            /**< Mapping start. */
+	uint64_t end;              /**< Mapping end (exclusive). */
+	bool advised_huge;         /**< VmFlags has "hg" (VM_HUGEPAGE). */
+	bool advised_nohuge;       /**< VmFlags has "nh" (VM_NOHUGEPAGE). */
+	bool thp_eligible;         /**< THPeligible: 1. */
+	bool anonymous;            /**< No backing file. */
+	uint32_t reserved0;        /**< Zero. */
+	uint64_t anon_huge_bytes;  /**< AnonHugePages in bytes. */
+	uint64_t rss_bytes;        /**< Rss in bytes. */
+	char name[64];             /**< Path or [heap]/[stack]/..., truncated; "" if anonymous. */
+};
+
+/** Options for thp_query(). */
+struct thp_query_opts {
+	size_t sz;                        /**< sizeof(struct thp_query_opts) */
+	int pidfd;                        /**< Target: THP_SELF or a pidfd. */
+	uint32_t flags;                   /**< Zero (no flags defined). */
+	uint64_t addr;                    /**< Only mappings overlapping [addr, addr+len) ... */
+	uint64_t len;                     /**< ... when len != 0; all mappings when 0. */
+	struct thp_mapping_state *states; /**< Optional output array. */
+	size_t states_cap;                /**< Entries available in states. */
+	size_t states_needed;             /**< Out: matching mappings. */
+};
+/** Size of the first published struct thp_query_opts. */
+#define THP_QUERY_OPTS_SIZE_VER0 56
+
+/**
+ * Read per-mapping THP state (advised huge / nohuge, THPeligible,
+ * AnonHugePages) from /proc/PID/smaps.
+ * @param opts Options and results.
+ * @return Number of states written (min(states_needed, states_cap)), or a
+ *         negative errno.
+ */
+THP_API int thp_query(struct thp_query_opts *opts);
+
+/**
+ * Name of a backend ("pmadv", "process_madvise", "madvise", ...), or
+ * "unknown" for an out-of-range value.  Never NULL.
+ */
+THP_API const char *thp_backend_name(unsigned int backend);
+
+/** Name of a policy ("system", "huge", "nohuge", "never"), or "unknown". */
+THP_API const char *thp_policy_name(unsigned int policy);
+
+/**
+ * Message for a libthp error code (negative errno or positive errno),
+ * including the libthp-specific meaning where there is one.  Never NULL.
+ */
+THP_API const char *thp_strerror(int err);
+
+/**
+ * Explain the most recent failure of a libthp call in the calling thread,
+ * e.g. why the kernel cannot advise another process.  Never NULL; "" when
+ * the last call succeeded.
+ */
+THP_API const char *thp_strerror_detail(void);
+
+/**
+ * Format one report entry as a single human-readable line into @p buf.
+ * @return Characters that the full line needs (as snprintf()).
+ */
+THP_API int thp_report_format(const struct thp_report *r, char *buf, size_t len);
+
+/** Library version as "MAJOR.MINOR.PATCH". */
+THP_API const char *thp_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* THP_THP_H */

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * thp_apply_ranges() and the engine every range backend shares.
+ *
+ * Fast path: the whole vector goes to the backend in one call.  Only when
+ * that call comes back short does the engine look closer, and only at the
+ * range where it stopped: it walks that range's mappings, advises each
+ * piece on its own and records gaps and the first failure.  So the same
+ * request on the same layout gives the same result through any backend,
+ * and a happy request costs one system call.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "compat.h"
+#include "internal.h"
+#include "syscall.h"
+
+#define IOV_BATCH 256
+
+static const struct thp_backend_ops *const range_backends[] = {
+	&backend_pmadv_ops,
+	&backend_process_madvise_ops,
+	&backend_madvise_ops,
+};
+
+const struct thp_backend_ops *backend_select(unsigned int want, const struct thp_target *t,
+					     int advice, int *err)
+{
+	const struct thp_caps *c = caps_get();
+
+	for (size_t i = 0; i < ARRAY_LEN(range_backends); i++) {
+		const struct thp_backend_ops *be = range_backends[i];
+
+		if (want != THP_BACKEND_AUTO && want != (unsigned int)be->id)
+			continue;
+		*err = be->can_apply(c, t, advice);
+		if (*err == 0) {
+			report_clear_detail();
+			return be;
+		}
+		if (want != THP_BACKEND_AUTO)
+			return NULL;
+	}
+	if (want == THP_BACKEND_AUTO)
+		return NULL; /* *err and the detail are the last backend's */
+	report_set_detail("backend %u (%s) cannot apply ranges", want, thp_backend_name(want));
+	*err = want < THP_BACKEND_COUNT ? -EOPNOTSUPP : -EINVAL;
+	return NULL;
+}
+
+/* Advise [start, start+len) strictly, resuming after short counts. */
+static int apply_piece(const struct apply_ctx *ctx, uint64_t start, uint64_t len,
+		       uint64_t *done)
+{
+	*done = 0;
+	while (*done < len) {
+		struct iovec iov = {
+			.iov_base = (void *)(uintptr_t)(start + *done),
+			.iov_len = (size_t)(len - *done),
+		};
+		long r = ctx->be->apply_vec(ctx->t, &iov, 1, ctx->advice);
+
+		if (r <= 0)
+			return r < 0 ? (int)r : -EIO;
+		*done += (uint64_t)r;
+	}
+	return 0;
+}
+
+/*
+ * Explain range [start, end): walk its mappings, advise each piece, count
+ * gaps, record the first failure.  Without SKIP_ERRORS a real failure
+ * stops the range there, as madvise() does; gaps never stop it.
+ */
+static int detail_range(const struct apply_ctx *ctx, uint64_t start, uint64_t end,
+			struct range_outcome *o)
+{
+	bool skip = ctx->flags & THP_F_SKIP_ERRORS;
+	bool gaps_ok = skip || (ctx->flags & THP_F_NO_ERROR_ON_UNMAPPED);
+	struct thp_vma_walk w;
+	uint64_t cur = start;
+	int err;
+
+	err = vma_walk_open(&w, ctx->t);
+	if (err)
+		return err;
+	while (cur < end) {
+		struct thp_vma v;
+		uint64_t piece_end, done;
+		int r = vma_walk_next(&w, cur, &v);
+
+		if (r < 0) {
+			vma_walk_close(&w);
+			return r;
+		}
+		if (r == 0 || v.start >= end)
+			v.start = v.end = end; /* the rest is a gap */
+		if (v.start > cur) {
+			o->unmapped += v.start - cur;
+			if (!gaps_ok && !o->error) {
+				o->error = ENOMEM;
+				o->fail_addr = cur;
+				o->gap_error = true;
+			}
+			cur = v.start;
+			continue;
+		}
+		piece_end = v.end < end ? v.end : end;
+		r = apply_piece(ctx, cur, piece_end - cur, &done);
+		o->advised += done;
+		if (r == -ENOMEM) {
+			/* The mapping went away under us: it is a gap now. */
+			o->unmapped += piece_end - cur - done;
+			if (!gaps_ok && !o->error) {
+				o->error = ENOMEM;
+				o->fail_addr = cur + done;
+				o->gap_error = true;
+			}
+		} else if (r < 0) {
+			if (!o->error || o->gap_error) {
+				o->error = -r;
+				o->fail_addr = cur + done;
+				o->gap_error = false;
+			}
+			if (ctx->on_fail)
+				ctx->on_fail(ctx->on_fail_arg, cur, piece_end, -r);
+			if (!skip)
+				break;
+		}
+		cur = piece_end;
+	}
+	vma_walk_close(&w);
+	return 0;
+}
+
+static void report_init(struct thp_report *rep, const struct thp_range *r,
+			size_t page_size, unsigned int backend)
+{
+	memset(rep, 0, sizeof(*rep));
+	rep->addr = r->addr;
+	rep->len = range_len(r, page_size);
+	rep->backend = backend;
+}
+
+int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, size_t n,
+		 struct thp_report *reports)
+{
+	struct iovec iov[IOV_BATCH];
+	size_t pos = 0, ok = 0;
+	uint64_t off = 0; /* bytes of ranges[pos] already advised */
+
+	if (reports)
+		for (size_t i = 0; i < n; i++)
+			report_init(&reports[i], &ranges[i], ctx->page_size, ctx->be->id);
+
+	while (pos < n) {
+		struct range_outcome o;
+		uint64_t len;
+		size_t m = 0;
+		long r;
+		int err;
+
+		/* Batch from ranges[pos] + off; empty ranges are trivially done. */
+		for (size_t i = pos; i < n && m < IOV_BATCH; i++) {
+			uint64_t skip = i == pos ? off : 0;
+
+			len = range_len(&ranges[i], ctx->page_size);
+			if (len == skip)
+				continue;
+			iov[m].iov_base = (void *)(uintptr_t)(ranges[i].addr + skip);
+			iov[m].iov_len = (size_t)(len - skip);
+			m++;
+		}
+		r = m ? ctx->be->apply_vec(ctx->t, iov, m, ctx->advice) : 0;
+
+		/*
+		 * Credit the bytes advised to ranges in order.  A short count
+		 * is the kernel's per-call limit or a failure whose errno the
+		 * kernel dropped: the next round starts where it stopped and
+		 * finds out which.
+		 */
+		if (r > 0 || m == 0) {
+			while (pos < n) {
+				uint64_t take;
+
+				len = range_len(&ranges[pos], ctx->page_size);
+				take = len - off;
+				if ((uint64_t)r < take) {
+					off += (uint64_t)r;
+					break;
+				}
+				r -= (long)take;
+				if (reports) {
+					reports[pos].bytes_advised = len;
+					reports[pos].attempted = 1;
+				}
+				ok++;
+				pos++;
+				off = 0;
+			}
+			continue;
+		}
+
+		/* ranges[pos] fails from off on: explain it mapping by mapping. */
+		len = range_len(&ranges[pos], ctx->page_size);
+		memset(&o, 0, sizeof(o));
+		o.advised = off;
+		err = detail_range(ctx, ranges[pos].addr + off, ranges[pos].addr + len, &o);
+		if (err)
+			return err;
+		if (reports) {
+			reports[pos].bytes_advised = o.advised;
+			reports[pos].bytes_unmapped = o.unmapped;
+			reports[pos].fail_addr = o.error ? o.fail_addr : 0;
+			reports[pos].error = o.error;
+			reports[pos].attempted = 1;
+		}
+		pos++;
+		off = 0;
+		if (!o.error)
+			ok++;
+		else if (!(ctx->flags & THP_F_SKIP_ERRORS))
+			return -o.error;
+	}
+	return (int)ok;
+}
+
+#define APPLY_FLAGS (THP_F_SKIP_ERRORS | THP_F_NO_ERROR_ON_UNMAPPED)
+
+THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
+			     struct thp_apply_opts *opts)
+{
+	const struct thp_caps *c;
+	struct thp_target t;
+	struct apply_ctx ctx;
+	int err;
+
+	report_clear_detail();
+	err = opts_check(opts, sizeof(*opts), THP_APPLY_OPTS_SIZE_VER0);
+	if (err) {
+		report_set_detail(err == -E2BIG ? "options struct has non-zero bytes this library does not know"
+						: "options struct is NULL or smaller than version 0");
+		return ret_errno(err);
+	}
+	if (opts->flags & ~APPLY_FLAGS) {
+		report_set_detail("unknown flags 0x%x", opts->flags & ~APPLY_FLAGS);
+		return ret_errno(-EINVAL);
+	}
+	if (opts->backend >= THP_BACKEND_COUNT) {
+		report_set_detail("unknown backend %u", opts->backend);
+		return ret_errno(-EINVAL);
+	}
+	err = validate_advice(opts->advice);
+	if (err)
+		return ret_errno(err);
+	c = caps_get();
+	err = validate_ranges(ranges, nr_ranges, c->page_size);
+	if (err)
+		return ret_errno(err);
+	err = target_open(opts->pidfd, &t);
+	if (err)
+		return ret_errno(err);
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.be = backend_select(opts->backend, &t, opts->advice, &err);
+	if (!ctx.be)
+		goto out;
+	if (ctx.be->id != THP_BACKEND_MADVISE) {
+		err = target_need_pidfd(&t);
+		if (err)
+			goto out;
+	}
+	ctx.t = &t;
+	ctx.advice = opts->advice;
+	ctx.flags = opts->flags;
+	ctx.page_size = c->page_size;
+	opts->backend_used = ctx.be->id;
+	err = apply_engine(&ctx, ranges, nr_ranges, opts->reports);
+	if (err == -ESRCH || (err < 0 && target_alive(&t)))
+		report_set_detail("the target process exited");
+out:
+	target_close(&t);
+	return ret_errno(err);
+}

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * thp_apply_all(): advice for every mapping of a process.
+ *
+ * With the RFC PMADV_ENTIRE_ADDRESS_SPACE flag and SKIP_ERRORS the kernel
+ * does it in one call and the walk only counts.  Otherwise the VMA walk
+ * collects mappings in batches, joins neighbours into runs and hands the
+ * runs to the range engine: one system call per batch when nothing fails,
+ * and per-mapping detail only where something did.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define VMA_BATCH 128
+#define ALL_FLAGS (THP_F_SKIP_ERRORS | THP_F_NO_ERROR_ON_UNMAPPED)
+
+struct all_state {
+	struct thp_apply_all_opts *opts;
+	const struct thp_vma *vmas;
+	size_t nr_vmas;
+	bool failed[VMA_BATCH];
+	uint64_t stop_addr;   /* first failure when not skipping */
+	unsigned int backend;
+};
+
+static void record_failure(void *arg, uint64_t start, uint64_t end, int error)
+{
+	struct all_state *s = arg;
+	struct thp_apply_all_opts *o = s->opts;
+
+	if (o->failures && o->failures_needed < o->failures_cap) {
+		struct thp_report *r = &o->failures[o->failures_needed];
+
+		memset(r, 0, sizeof(*r));
+		r->addr = start;
+		r->len = end - start;
+		r->fail_addr = start;
+		r->error = error;
+		r->backend = s->backend;
+		r->attempted = 1;
+	}
+	o->failures_needed++;
+	if (start < s->stop_addr)
+		s->stop_addr = start;
+	for (size_t i = 0; i < s->nr_vmas; i++)
+		if (s->vmas[i].start < end && s->vmas[i].end > start)
+			s->failed[i] = true;
+}
+
+/* Advise one batch of mappings; returns the engine's result. */
+static int apply_batch(const struct apply_ctx *base, struct all_state *s,
+		       const struct thp_vma *vmas, size_t n)
+{
+	struct thp_range runs[VMA_BATCH];
+	struct apply_ctx ctx = *base;
+	size_t nr_runs = 0;
+	int r;
+
+	for (size_t i = 0; i < n; i++) {
+		if (nr_runs && runs[nr_runs - 1].addr + runs[nr_runs - 1].len == vmas[i].start) {
+			runs[nr_runs - 1].len += vmas[i].end - vmas[i].start;
+			continue;
+		}
+		runs[nr_runs].addr = vmas[i].start;
+		runs[nr_runs].len = vmas[i].end - vmas[i].start;
+		nr_runs++;
+	}
+	s->vmas = vmas;
+	s->nr_vmas = n;
+	memset(s->failed, 0, sizeof(s->failed));
+	s->stop_addr = UINT64_MAX;
+	ctx.on_fail = record_failure;
+	ctx.on_fail_arg = s;
+	r = apply_engine(&ctx, runs, nr_runs, NULL);
+
+	for (size_t i = 0; i < n; i++) {
+		if (s->failed[i]) {
+			if (ctx.flags & THP_F_SKIP_ERRORS)
+				s->opts->mappings_skipped++;
+		} else if (vmas[i].start < s->stop_addr) {
+			s->opts->mappings_advised++;
+			s->opts->bytes_advised += vmas[i].end - vmas[i].start;
+		}
+	}
+	return r;
+}
+
+static int walk_all(const struct apply_ctx *ctx, struct all_state *s, bool count_only)
+{
+	struct thp_vma vmas[VMA_BATCH];
+	struct thp_vma_walk w;
+	uint64_t addr = 0;
+	size_t n = 0;
+	int err, r;
+
+	err = vma_walk_open(&w, ctx->t);
+	if (err)
+		return err;
+	for (;;) {
+		r = vma_walk_next(&w, addr, &vmas[n]);
+		if (r < 0) {
+			err = r;
+			break;
+		}
+		if (r > 0) {
+			addr = vmas[n].end;
+			s->opts->mappings_seen++;
+			if (count_only) {
+				s->opts->mappings_advised++;
+				s->opts->bytes_advised += vmas[n].end - vmas[n].start;
+				continue;
+			}
+			n++;
+		}
+		if (n == VMA_BATCH || (r == 0 && n)) {
+			err = apply_batch(ctx, s, vmas, n);
+			n = 0;
+			if (err < 0)
+				break;
+			err = 0;
+		}
+		if (r == 0)
+			break;
+	}
+	vma_walk_close(&w);
+	return err;
+}
+
+THP_API int thp_apply_all(struct thp_apply_all_opts *opts)
+{
+	const struct thp_caps *c;
+	struct thp_target t;
+	struct apply_ctx ctx;
+	struct all_state s;
+	int err;
+
+	report_clear_detail();
+	err = opts_check(opts, sizeof(*opts), THP_APPLY_ALL_OPTS_SIZE_VER0);
+	if (err)
+		return ret_errno(err);
+	if (opts->flags & ~ALL_FLAGS) {
+		report_set_detail("unknown flags 0x%x", opts->flags & ~ALL_FLAGS);
+		return ret_errno(-EINVAL);
+	}
+	if (opts->backend >= THP_BACKEND_COUNT) {
+		report_set_detail("unknown backend %u", opts->backend);
+		return ret_errno(-EINVAL);
+	}
+	if (opts->failures_cap && !opts->failures) {
+		report_set_detail("failures is NULL but failures_cap is %zu", opts->failures_cap);
+		return ret_errno(-EINVAL);
+	}
+	err = validate_advice(opts->advice);
+	if (err)
+		return ret_errno(err);
+	c = caps_get();
+	err = target_open(opts->pidfd, &t);
+	if (err)
+		return ret_errno(err);
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.be = backend_select(opts->backend, &t, opts->advice, &err);
+	if (!ctx.be)
+		goto out;
+	if (ctx.be->id != THP_BACKEND_MADVISE && (err = target_need_pidfd(&t)))
+		goto out;
+	ctx.t = &t;
+	ctx.advice = opts->advice;
+	/* Gaps between mappings are never errors for the whole address space. */
+	ctx.flags = opts->flags | THP_F_NO_ERROR_ON_UNMAPPED;
+	ctx.page_size = c->page_size;
+
+	opts->failures_needed = 0;
+	opts->mappings_seen = opts->mappings_advised = opts->mappings_skipped = 0;
+	opts->bytes_advised = 0;
+	opts->backend_used = ctx.be->id;
+	memset(&s, 0, sizeof(s));
+	s.opts = opts;
+	s.backend = ctx.be->id;
+
+	/* One kernel call for everything; walk only to count, or to explain. */
+	if (ctx.be->apply_entire && (opts->flags & THP_F_SKIP_ERRORS)) {
+		err = ctx.be->apply_entire(&t, opts->advice);
+		if (err == 0) {
+			err = walk_all(&ctx, &s, true);
+			goto done;
+		}
+		if (err < 0)
+			goto out;
+		opts->mappings_seen = opts->mappings_advised = opts->bytes_advised = 0;
+	}
+	err = walk_all(&ctx, &s, false);
+done:
+	if (err == 0)
+		err = (int)(opts->mappings_advised > INT32_MAX ? INT32_MAX : opts->mappings_advised);
+	else if (target_alive(&t))
+		err = -ESRCH;
+out:
+	target_close(&t);
+	return ret_errno(err);
+}

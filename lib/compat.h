@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Kernel constants that the build machines' Linux 6.1 UAPI headers lack,
+ * with the values of the kernels that define them.  Each is defined only
+ * when missing so newer headers win.
+ */
+#ifndef THP_COMPAT_H
+#define THP_COMPAT_H
+
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <linux/types.h>
+
+#ifndef MADV_HUGEPAGE
+#define MADV_HUGEPAGE 14
+#endif
+#ifndef MADV_NOHUGEPAGE
+#define MADV_NOHUGEPAGE 15
+#endif
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25 /* 6.1 */
+#endif
+
+#ifndef __NR_process_madvise
+#define __NR_process_madvise 440
+#endif
+#ifndef __NR_pidfd_open
+#define __NR_pidfd_open 434
+#endif
+#ifndef __NR_pidfd_send_signal
+#define __NR_pidfd_send_signal 424
+#endif
+
+/* RFC "add process_madvise() flags to modify behaviour" (never merged). */
+#define PMADV_SKIP_ERRORS (1U << 0)
+#define PMADV_NO_ERROR_ON_UNMAPPED (1U << 1)
+#define PMADV_SET_FORK_EXEC_DEFAULT (1U << 2)
+#define PMADV_ENTIRE_ADDRESS_SPACE (1U << 3)
+
+/* RFC PR_SET_THP_POLICY arguments (never merged; numbers are taken). */
+#define RFC_PR_THP_POLICY_DEFAULT_HUGE 0
+#define RFC_PR_THP_POLICY_DEFAULT_NOHUGE 1
+#define RFC_PR_THP_POLICY_SYSTEM 2
+#define RFC_PR_SET_THP_POLICY_POSTED 78
+#define RFC_PR_GET_THP_POLICY_POSTED 79
+
+#ifndef PR_SET_THP_DISABLE
+#define PR_SET_THP_DISABLE 41
+#endif
+#ifndef PR_GET_THP_DISABLE
+#define PR_GET_THP_DISABLE 42
+#endif
+#ifndef PR_THP_DISABLE_EXCEPT_ADVISED
+#define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1) /* 6.18 */
+#endif
+
+/*
+ * PIDFD_SELF moved while it was new: first -10000 (thread) / -20000
+ * (process), then -10000 / -10001.  The probe tries each.
+ */
+#define THP_PIDFD_SELF_THREAD (-10000)
+#define THP_PIDFD_SELF_PROCESS_NEW (-10001)
+#define THP_PIDFD_SELF_PROCESS_OLD (-20000)
+
+/* process_madvise() handles at most MAX_RW_COUNT bytes per call. */
+#define THP_MAX_RW_COUNT(page_size) ((size_t)INT32_MAX & ~((size_t)(page_size) - 1))
+
+/* PROCMAP_QUERY (6.11), from <linux/fs.h>. */
+#ifndef PROCMAP_QUERY
+struct procmap_query {
+	__u64 size;
+	__u64 query_flags;
+	__u64 query_addr;
+	__u64 vma_start;
+	__u64 vma_end;
+	__u64 vma_flags;
+	__u64 vma_page_size;
+	__u64 vma_offset;
+	__u64 inode;
+	__u32 dev_major;
+	__u32 dev_minor;
+	__u32 vma_name_size;
+	__u32 build_id_size;
+	__u64 vma_name_addr;
+	__u64 build_id_addr;
+};
+#define PROCFS_IOCTL_MAGIC 'f'
+#define PROCMAP_QUERY _IOWR(PROCFS_IOCTL_MAGIC, 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_READABLE 0x01
+#define PROCMAP_QUERY_VMA_WRITABLE 0x02
+#define PROCMAP_QUERY_VMA_EXECUTABLE 0x04
+#define PROCMAP_QUERY_VMA_SHARED 0x08
+#define PROCMAP_QUERY_COVERING_OR_NEXT_VMA 0x10
+#define PROCMAP_QUERY_FILE_BACKED_VMA 0x20
+#endif
+
+#endif /* THP_COMPAT_H */

@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * thp_set_default() / thp_get_default(): the process-wide default policy.
+ *
+ * Mechanisms, best first: process_madvise(PMADV_SET_FORK_EXEC_DEFAULT)
+ * (RFC), PR_SET_THP_POLICY (RFC, only when declared: mainline gave 78 to
+ * PR_FUTEX_HASH), PR_SET_THP_DISABLE (+ EXCEPT_ADVISED, 6.18), and for HUGE
+ * where nothing persists: advise the existing mappings and say so.  Every
+ * effect is read back before it is believed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "internal.h"
+#include "syscall.h"
+#include "thp_config.h"
+
+#define DEFAULT_FLAGS (THP_DEFAULT_F_REQUIRE_PERSISTENT | THP_DEFAULT_F_NO_EXISTING | \
+		       THP_DEFAULT_F_RFC_PRCTL)
+
+/* The RFC prctl numbers, if the caller or the build declared them; else false. */
+static bool rfc_prctl_numbers(const struct thp_default_opts *o, int *set, int *get)
+{
+	if (o->flags & THP_DEFAULT_F_RFC_PRCTL) {
+		*set = o->prctl_set ? o->prctl_set : RFC_PR_SET_THP_POLICY_POSTED;
+		*get = o->prctl_get ? o->prctl_get : RFC_PR_GET_THP_POLICY_POSTED;
+		return true;
+	}
+#if THP_RFC_PRCTL_SET > 0
+	*set = THP_RFC_PRCTL_SET;
+	*get = THP_RFC_PRCTL_GET > 0 ? THP_RFC_PRCTL_GET : THP_RFC_PRCTL_SET + 1;
+	return true;
+#else
+	return false;
+#endif
+}
+
+/* VmFlags of a fresh anonymous mapping: shows mm->def_flags. */
+static int fresh_mapping_advice(bool *huge, bool *nohuge)
+{
+	struct thp_mapping_state st;
+	struct thp_query_opts q;
+	size_t len = caps_get()->page_size;
+	void *p = sys_mmap_anon(len, PROT_READ | PROT_WRITE);
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	memset(&q, 0, sizeof(q));
+	q.sz = sizeof(q);
+	q.addr = (uintptr_t)p;
+	q.len = len;
+	q.states = &st;
+	q.states_cap = 1;
+	r = thp_query(&q);
+	sys_munmap(p, len);
+	if (r < 1)
+		return r < 0 ? r : -EIO;
+	*huge = st.advised_huge;
+	*nohuge = st.advised_nohuge;
+	return 0;
+}
+
+/*
+ * Advise existing mappings not explicitly advised the other way, as both
+ * RFCs do.  Walks smaps in small chunks: no allocation.
+ */
+static int advise_existing(int advice, uint64_t *changed)
+{
+	struct thp_mapping_state st[32];
+	uint64_t addr = 0;
+	int r;
+
+	*changed = 0;
+	for (;;) {
+		struct thp_query_opts q;
+
+		memset(&q, 0, sizeof(q));
+		q.sz = sizeof(q);
+		q.addr = addr;
+		q.len = UINT64_MAX - addr;
+		q.states = st;
+		q.states_cap = ARRAY_LEN(st);
+		r = thp_query(&q);
+		if (r <= 0)
+			return r;
+		for (int i = 0; i < r; i++) {
+			bool opposite = advice == MADV_HUGEPAGE ? st[i].advised_nohuge
+								: st[i].advised_huge;
+			bool already = advice == MADV_HUGEPAGE ? st[i].advised_huge
+							       : st[i].advised_nohuge;
+
+			addr = st[i].end;
+			if (opposite || already || st[i].start >= 0x800000000000ULL)
+				continue;
+			/* Special mappings (vdso, vvar) may refuse: not our business. */
+			if (sys_madvise(st[i].start, st[i].end - st[i].start, advice) == 0)
+				(*changed)++;
+		}
+		if ((size_t)r < ARRAY_LEN(st))
+			return 0;
+	}
+}
+
+static int set_by_pmadv(struct thp_default_opts *o, int advice)
+{
+	const struct thp_caps *c = caps_get();
+	bool huge = false, nohuge = false;
+	long r;
+	int err;
+
+	if (!c->pmadv_set_default || !c->pmadv_entire || !c->pidfd_self)
+		return -EOPNOTSUPP;
+	/* One entry spanning everything: sets the default, advises all. */
+	r = sys_process_madvise(c->pidfd_self, NULL, (size_t)-1, advice,
+				PMADV_SET_FORK_EXEC_DEFAULT | PMADV_ENTIRE_ADDRESS_SPACE |
+					PMADV_SKIP_ERRORS);
+	if (r < 0)
+		return (int)r;
+	err = fresh_mapping_advice(&huge, &nohuge);
+	if (err)
+		return err;
+	if ((advice == MADV_HUGEPAGE && !huge) || (advice == MADV_NOHUGEPAGE && !nohuge)) {
+		report_set_detail("PMADV_SET_FORK_EXEC_DEFAULT returned success but fresh "
+				  "mappings do not show the advice");
+		return -EOPNOTSUPP;
+	}
+	o->backend_used = THP_BACKEND_PMADV;
+	/*
+	 * The posted RFC keeps only VM_NOHUGEPAGE across fork/exec
+	 * (VM_INIT_DEF_MASK); a huge default is lost there.
+	 */
+	o->persistent = advice == MADV_NOHUGEPAGE;
+	return 0;
+}
+
+static int set_by_rfc_prctl(struct thp_default_opts *o, int set, int get)
+{
+	static const int arg[THP_POLICY_COUNT] = {
+		[THP_POLICY_SYSTEM] = RFC_PR_THP_POLICY_SYSTEM,
+		[THP_POLICY_HUGE] = RFC_PR_THP_POLICY_DEFAULT_HUGE,
+		[THP_POLICY_NOHUGE] = RFC_PR_THP_POLICY_DEFAULT_NOHUGE,
+	};
+	long r;
+
+	r = sys_prctl(set, (unsigned long)arg[o->policy], 0, 0, 0);
+	if (r < 0)
+		return (int)r;
+	/* Believe it only if the read-back agrees. */
+	if (sys_prctl(get, 0, 0, 0, 0) != arg[o->policy]) {
+		report_set_detail("prctl(%d) did not read back the policy: the kernel does not "
+				  "implement the RFC PR_SET_THP_POLICY with these numbers", set);
+		return -EOPNOTSUPP;
+	}
+	o->backend_used = THP_BACKEND_PRCTL_POLICY;
+	o->persistent = true;
+	return 0;
+}
+
+static int set_by_thp_disable(struct thp_default_opts *o)
+{
+	const struct thp_caps *c = caps_get();
+	unsigned long flags = 0;
+	long r, got;
+
+	if (o->policy == THP_POLICY_NOHUGE) {
+		if (!c->thp_disable_except_advised) {
+			report_set_detail("PR_THP_DISABLE_EXCEPT_ADVISED needs Linux 6.18");
+			return -EOPNOTSUPP;
+		}
+		flags = PR_THP_DISABLE_EXCEPT_ADVISED;
+	}
+	r = sys_prctl(PR_SET_THP_DISABLE, o->policy != THP_POLICY_SYSTEM, flags, 0, 0);
+	if (r < 0)
+		return (int)r;
+	got = sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	if (got < 0 || (o->policy == THP_POLICY_SYSTEM ? got != 0 : !(got & 1)) ||
+	    (o->policy == THP_POLICY_NOHUGE && !(got & PR_THP_DISABLE_EXCEPT_ADVISED))) {
+		report_set_detail("PR_GET_THP_DISABLE does not show the policy just set");
+		return -EIO;
+	}
+	o->backend_used = THP_BACKEND_PRCTL_DISABLE;
+	o->persistent = true;
+	return 0;
+}
+
+static int validate_default_opts(struct thp_default_opts *o)
+{
+	int err = opts_check(o, sizeof(*o), THP_DEFAULT_OPTS_SIZE_VER0);
+
+	if (err)
+		return err;
+	if (o->flags & ~DEFAULT_FLAGS) {
+		report_set_detail("unknown flags 0x%x", o->flags & ~DEFAULT_FLAGS);
+		return -EINVAL;
+	}
+	if (o->backend >= THP_BACKEND_COUNT) {
+		report_set_detail("unknown backend %u", o->backend);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+THP_API int thp_set_default(struct thp_default_opts *o)
+{
+	const struct thp_caps *c;
+	bool want_persistent;
+	int set, get, err = -EOPNOTSUPP;
+	int advice;
+
+	report_clear_detail();
+	err = validate_default_opts(o);
+	if (err)
+		return ret_errno(err);
+	if (o->policy >= THP_POLICY_COUNT) {
+		report_set_detail("unknown policy %u", o->policy);
+		return ret_errno(-EINVAL);
+	}
+	if (o->pidfd != THP_SELF) {
+		report_set_detail("no kernel interface sets another process's default THP "
+				  "policy; run it under thpctl or have it call thp_set_default()");
+		return ret_errno(o->pidfd < 0 ? -EBADF : -EOPNOTSUPP);
+	}
+	c = caps_get();
+	want_persistent = o->flags & THP_DEFAULT_F_REQUIRE_PERSISTENT;
+	advice = o->policy == THP_POLICY_HUGE ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
+	o->mappings_changed = 0;
+	o->persistent = false;
+	err = -EOPNOTSUPP;
+
+	/* Leave a PR_SET_THP_DISABLE from an earlier NEVER/NOHUGE behind first. */
+	if (o->policy != THP_POLICY_NEVER && o->policy != THP_POLICY_NOHUGE && c->thp_disable &&
+	    sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) > 0)
+		sys_prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
+
+	if ((o->backend == THP_BACKEND_AUTO || o->backend == THP_BACKEND_PRCTL_POLICY) &&
+	    o->policy != THP_POLICY_NEVER && rfc_prctl_numbers(o, &set, &get))
+		err = set_by_rfc_prctl(o, set, get);
+	if (err && (o->backend == THP_BACKEND_AUTO || o->backend == THP_BACKEND_PMADV) &&
+	    (o->policy == THP_POLICY_HUGE || o->policy == THP_POLICY_NOHUGE)) {
+		err = set_by_pmadv(o, advice);
+		if (!err && want_persistent && !o->persistent)
+			err = -EOPNOTSUPP;
+	}
+	if (err && (o->backend == THP_BACKEND_AUTO || o->backend == THP_BACKEND_PRCTL_DISABLE) &&
+	    o->policy != THP_POLICY_HUGE && c->thp_disable)
+		err = set_by_thp_disable(o);
+	if (err && o->policy == THP_POLICY_HUGE &&
+	    (o->backend == THP_BACKEND_AUTO || o->backend == THP_BACKEND_EXISTING_ONLY)) {
+		if (want_persistent) {
+			report_set_detail("this kernel cannot keep a HUGE default across fork() and "
+					  "exec(); use thpctl run --policy huge (preload)");
+			return ret_errno(-EOPNOTSUPP);
+		}
+		o->backend_used = THP_BACKEND_EXISTING_ONLY;
+		o->persistent = false;
+		err = 0;
+	}
+	if (err)
+		return ret_errno(err);
+	/* HUGE / NOHUGE also advise existing mappings, as both RFCs do. */
+	if ((o->policy == THP_POLICY_HUGE || o->policy == THP_POLICY_NOHUGE) &&
+	    !(o->flags & THP_DEFAULT_F_NO_EXISTING) && o->backend_used != THP_BACKEND_PRCTL_DISABLE)
+		err = advise_existing(advice, &o->mappings_changed);
+	return ret_errno(err);
+}
+
+/* Policy of another process from /proc/PID/status "THP_enabled:". */
+static int get_remote(struct thp_default_opts *o, const struct thp_target *t)
+{
+	char path[64], buf[4096];
+	const char *p;
+	int fd;
+	long n;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)t->pid);
+	fd = sys_open(path, O_RDONLY);
+	if (fd < 0)
+		return fd == -ENOENT ? -ESRCH : fd;
+	n = sys_read(fd, buf, sizeof(buf) - 1);
+	sys_close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	p = strstr(buf, "\nTHP_enabled:");
+	if (!p) {
+		report_set_detail("this kernel's /proc/PID/status has no THP_enabled line");
+		return -EOPNOTSUPP;
+	}
+	o->policy = strtol(p + 13, NULL, 10) ? THP_POLICY_SYSTEM : THP_POLICY_NEVER;
+	o->backend_used = THP_BACKEND_PRCTL_DISABLE;
+	o->persistent = true;
+	return target_alive(t);
+}
+
+THP_API int thp_get_default(struct thp_default_opts *o)
+{
+	const struct thp_caps *c;
+	struct thp_target t;
+	bool huge = false, nohuge = false;
+	int set, get, err;
+	long r;
+
+	report_clear_detail();
+	err = validate_default_opts(o);
+	if (err)
+		return ret_errno(err);
+	err = target_open(o->pidfd, &t);
+	if (err)
+		return ret_errno(err);
+	c = caps_get();
+	o->mappings_changed = 0;
+	if (!t.self) {
+		err = get_remote(o, &t);
+		goto out;
+	}
+	o->persistent = true;
+	r = c->thp_disable ? sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) : 0;
+	if (r > 0) {
+		o->policy = (r & PR_THP_DISABLE_EXCEPT_ADVISED) ? THP_POLICY_NOHUGE
+								: THP_POLICY_NEVER;
+		o->backend_used = THP_BACKEND_PRCTL_DISABLE;
+		goto out;
+	}
+	if (rfc_prctl_numbers(o, &set, &get)) {
+		r = sys_prctl(get, 0, 0, 0, 0);
+		if (r == RFC_PR_THP_POLICY_DEFAULT_HUGE || r == RFC_PR_THP_POLICY_DEFAULT_NOHUGE) {
+			o->policy = r == RFC_PR_THP_POLICY_DEFAULT_HUGE ? THP_POLICY_HUGE
+									: THP_POLICY_NOHUGE;
+			o->backend_used = THP_BACKEND_PRCTL_POLICY;
+			goto out;
+		}
+	}
+	err = fresh_mapping_advice(&huge, &nohuge);
+	if (err)
+		goto out;
+	if (huge || nohuge) {
+		o->policy = huge ? THP_POLICY_HUGE : THP_POLICY_NOHUGE;
+		o->backend_used = THP_BACKEND_PMADV;
+		goto out;
+	}
+	o->policy = THP_POLICY_SYSTEM;
+	o->backend_used = THP_BACKEND_AUTO;
+out:
+	target_close(&t);
+	return ret_errno(err);
+}

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Types shared inside libthp; nothing here is exported. */
+#ifndef THP_INTERNAL_H
+#define THP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "thp/thp.h"
+
+#define THP_HIDDEN __attribute__((visibility("hidden")))
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- opts.c: extensible struct rules (size is the version) ---- */
+
+/*
+ * Check a caller's options struct: sz >= ver0, and every byte past
+ * @known that the caller's larger struct carries is zero.
+ * Returns 0, -EINVAL or -E2BIG.
+ */
+int opts_check(const void *opts, size_t known, size_t ver0);
+/* True if the caller's struct is long enough to hold the member. */
+#define OPTS_HAS(opts, member)                                             \
+	((opts)->sz >= offsetof(__typeof__(*(opts)), member) +             \
+			       sizeof((opts)->member))
+
+/* ---- probe.c: what the kernel offers, probed once per process ---- */
+
+struct thp_caps {
+	size_t page_size;
+	uint64_t pmd_size;
+	bool process_madvise;        /* the syscall exists */
+	bool pm_self_any_advice;     /* process_madvise(self, MADV_HUGEPAGE) (6.13+) */
+	bool pmadv_skip_errors;
+	bool pmadv_no_error_on_unmapped;
+	bool pmadv_set_default;
+	bool pmadv_entire;
+	int pidfd_self;              /* 0 when the kernel has no PIDFD_SELF */
+	bool procmap_query;
+	bool thp_disable;            /* PR_SET_THP_DISABLE */
+	bool thp_disable_except_advised;
+	bool madvise_collapse;
+	bool status_thp_enabled;     /* /proc/PID/status has THP_enabled: */
+};
+
+const struct thp_caps *caps_get(void);
+/* Current sysfs THP mode (enum thp_sysfs_mode); read each time. */
+unsigned int caps_sysfs_mode(void);
+
+/* ---- target.c: which process a request is for ---- */
+
+struct thp_target {
+	bool self;
+	pid_t pid;
+	int pidfd;        /* usable with process_madvise(), -1 if none */
+	bool owns_pidfd;  /* we opened it and must close it */
+};
+
+/* Validate @pidfd (THP_SELF or a pidfd) and fill @t.  -EBADF / -ESRCH. */
+int target_open(int pidfd, struct thp_target *t);
+void target_close(struct thp_target *t);
+/* Make sure t->pidfd is usable with process_madvise() (opens one for self if needed). */
+int target_need_pidfd(struct thp_target *t);
+/* -ESRCH if the target has exited (pidfd-based check, no pid reuse race). */
+int target_alive(const struct thp_target *t);
+
+/* ---- validate.c: request checks done before any system call ---- */
+
+int validate_advice(int advice);
+int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size);
+/* Page-rounded length of a validated range. */
+uint64_t range_len(const struct thp_range *r, size_t page_size);
+
+/* ---- backends: one file each, one ops table entry each ---- */
+
+struct thp_backend_ops {
+	enum thp_backend id;
+	const char *name;
+	/* Can this backend apply @advice to @t on this kernel? 0 or -errno. */
+	int (*can_apply)(const struct thp_caps *c, const struct thp_target *t,
+			 int advice);
+	/*
+	 * Apply @advice to the vector, strictly (stop at the first failure
+	 * or gap).  Returns the bytes advised from the start of the vector
+	 * (may be short of the total: the caller continues from there), or
+	 * -errno when nothing could be advised.  Like process_madvise().
+	 */
+	long (*apply_vec)(const struct thp_target *t, const struct iovec *iov,
+			  size_t n, int advice);
+	/*
+	 * Optional: advise the whole address space in one call, skipping
+	 * errors.  Returns >= 0 when every mapping was advised, 1 when some
+	 * failed (the caller then finds which), or -errno.
+	 */
+	int (*apply_entire)(const struct thp_target *t, int advice);
+};
+
+/* Shared by the two process_madvise() backends. */
+int process_madvise_check(const struct thp_caps *c, const struct thp_target *t, int advice);
+long process_madvise_vec(const struct thp_target *t, const struct iovec *iov,
+			 size_t n, int advice);
+
+extern const struct thp_backend_ops backend_pmadv_ops;
+extern const struct thp_backend_ops backend_process_madvise_ops;
+extern const struct thp_backend_ops backend_madvise_ops;
+
+/*
+ * Pick the range backend for @t/@advice: @want (forced) or the best
+ * available.  Returns NULL and sets *err when none can do it.
+ */
+const struct thp_backend_ops *backend_select(unsigned int want,
+					     const struct thp_target *t,
+					     int advice, int *err);
+
+/* ---- vma_walk.c: enumerate mappings (PROCMAP_QUERY, text fallback) ---- */
+
+struct thp_vma {
+	uint64_t start, end;
+};
+
+struct thp_vma_walk {
+	int fd;               /* /proc/PID/maps */
+	bool use_query;       /* PROCMAP_QUERY, else text parse */
+	/* text-parse state */
+	char buf[4096];
+	size_t len, pos;
+	off_t off;
+	bool eof;
+	uint64_t last_end;
+};
+
+int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t);
+/*
+ * Next mapping that ends above @addr (the one covering it or the next one).
+ * Returns 1 and fills @v, 0 at the end, -errno on failure.  Text mode only
+ * moves forward: @addr must not decrease between calls.
+ */
+int vma_walk_next(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v);
+void vma_walk_close(struct thp_vma_walk *w);
+/* Parse one /proc/PID/maps line's range.  0 or -EINVAL. */
+int maps_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end);
+
+/* ---- apply.c: the engine shared by every range backend ---- */
+
+/* Outcome of advising one requested range in detail. */
+struct range_outcome {
+	uint64_t advised;
+	uint64_t unmapped;
+	uint64_t fail_addr;
+	int error;            /* positive errno or 0 */
+	bool gap_error;       /* error is only ENOMEM for gaps */
+};
+
+/* Called for every failing mapping found while detailing a range. */
+typedef void (*mapping_fail_fn)(void *arg, uint64_t start, uint64_t end, int error);
+
+struct apply_ctx {
+	const struct thp_backend_ops *be;
+	const struct thp_target *t;
+	int advice;
+	uint32_t flags;
+	size_t page_size;
+	mapping_fail_fn on_fail;
+	void *on_fail_arg;
+};
+
+/*
+ * Apply to ranges[0..n) through ctx->be, reports optional.  Returns the
+ * number of ranges without failure, or -errno (default mode, first failure).
+ */
+int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges,
+		 size_t n, struct thp_report *reports);
+
+/* ---- report.c ---- */
+
+void report_set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void report_clear_detail(void);
+/* Set errno from a libthp return value and pass it through. */
+int ret_errno(int ret);
+
+#endif /* THP_INTERNAL_H */

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Extensible options structs: the size is the version (cf. copy_struct_from_user). */
+#include <errno.h>
+
+#include "internal.h"
+
+int opts_check(const void *opts, size_t known, size_t ver0)
+{
+	const unsigned char *p = opts;
+	size_t sz;
+
+	if (!opts)
+		return -EINVAL;
+	sz = *(const size_t *)opts;
+	if (sz < ver0)
+		return -EINVAL;
+	/* A newer caller may only be ignored where it left the bytes zero. */
+	for (size_t i = known; i < sz; i++)
+		if (p[i])
+			return -E2BIG;
+	return 0;
+}

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Capability probing.  Runs once per process (pthread_once); every probe is
+ * free of side effects: unknown process_madvise() flags are probed with a
+ * bad pidfd (EBADF means the flag passed the flags check, EINVAL that it
+ * did not), and prctl effects are probed in a short-lived child.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "internal.h"
+#include "syscall.h"
+
+static struct thp_caps caps;
+static pthread_once_t caps_once = PTHREAD_ONCE_INIT;
+
+static bool pmadv_flag_known(unsigned int flag)
+{
+	size_t vlen = (flag & PMADV_ENTIRE_ADDRESS_SPACE) ? (size_t)-1 : 0;
+
+	return sys_process_madvise(-1, NULL, vlen, MADV_HUGEPAGE, flag) == -EBADF;
+}
+
+static int probe_pidfd_self(void)
+{
+	static const int candidates[] = {
+		THP_PIDFD_SELF_PROCESS_NEW, THP_PIDFD_SELF_PROCESS_OLD,
+		THP_PIDFD_SELF_THREAD,
+	};
+
+	for (size_t i = 0; i < ARRAY_LEN(candidates); i++)
+		if (sys_process_madvise(candidates[i], NULL, 0, MADV_COLD, 0) == 0)
+			return candidates[i];
+	return 0;
+}
+
+static uint64_t read_u64_file(const char *path)
+{
+	char buf[64];
+	int fd = sys_open(path, O_RDONLY);
+	long n;
+
+	if (fd < 0)
+		return 0;
+	n = sys_read(fd, buf, sizeof(buf) - 1);
+	sys_close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return strtoull(buf, NULL, 10);
+}
+
+static bool probe_procmap_query(void)
+{
+	struct procmap_query q;
+	int fd = sys_open("/proc/self/maps", O_RDONLY);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.query_addr = (uintptr_t)&caps;
+	q.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA;
+	ok = sys_ioctl(fd, PROCMAP_QUERY, &q) == 0 && q.vma_start <= q.query_addr;
+	sys_close(fd);
+	return ok;
+}
+
+/*
+ * PR_SET_THP_DISABLE changes the whole mm, so try it in a child that only
+ * makes raw system calls and exits.  Exit code bit 0: plain disable works;
+ * bit 1: PR_THP_DISABLE_EXCEPT_ADVISED works.
+ */
+static void probe_thp_disable(void)
+{
+	pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	int status;
+
+	if (pid == 0) {
+		int r = 0;
+
+		if (sys_prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0)
+			r |= 1;
+		if (sys_prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) == 0 &&
+		    (sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) & PR_THP_DISABLE_EXCEPT_ADVISED))
+			r |= 2;
+		syscall(SYS_exit_group, r);
+	}
+	if (pid < 0)
+		return;
+	while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status)) {
+		caps.thp_disable = WEXITSTATUS(status) & 1;
+		caps.thp_disable_except_advised = WEXITSTATUS(status) & 2;
+	}
+}
+
+static bool probe_status_thp_enabled(void)
+{
+	char buf[4096];
+	int fd = sys_open("/proc/self/status", O_RDONLY);
+	long n;
+
+	if (fd < 0)
+		return false;
+	n = sys_read(fd, buf, sizeof(buf) - 1);
+	sys_close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	return strstr(buf, "\nTHP_enabled:") != NULL;
+}
+
+static void caps_init(void)
+{
+	int saved = errno;
+	long ps = sysconf(_SC_PAGESIZE);
+
+	caps.page_size = ps > 0 ? (size_t)ps : 4096;
+	caps.pmd_size = read_u64_file("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+	caps.process_madvise = sys_process_madvise(-1, NULL, 0, MADV_COLD, 0) != -ENOSYS;
+	if (caps.process_madvise) {
+		caps.pidfd_self = probe_pidfd_self();
+		caps.pmadv_skip_errors = pmadv_flag_known(PMADV_SKIP_ERRORS);
+		caps.pmadv_no_error_on_unmapped = pmadv_flag_known(PMADV_NO_ERROR_ON_UNMAPPED);
+		caps.pmadv_set_default = pmadv_flag_known(PMADV_SET_FORK_EXEC_DEFAULT);
+		caps.pmadv_entire = pmadv_flag_known(PMADV_ENTIRE_ADDRESS_SPACE);
+		/* 6.13+: any advice on self.  An empty vector changes nothing. */
+		if (caps.pidfd_self) {
+			caps.pm_self_any_advice =
+				sys_process_madvise(caps.pidfd_self, NULL, 0, MADV_HUGEPAGE, 0) == 0;
+		} else {
+			int fd = sys_pidfd_open(getpid(), 0);
+
+			if (fd >= 0) {
+				caps.pm_self_any_advice =
+					sys_process_madvise(fd, NULL, 0, MADV_HUGEPAGE, 0) == 0;
+				sys_close(fd);
+			}
+		}
+	}
+	caps.procmap_query = probe_procmap_query();
+	/* madvise() checks the advice before the (zero) length. */
+	caps.madvise_collapse = sys_madvise((uintptr_t)&caps & ~(caps.page_size - 1), 0,
+					    MADV_COLLAPSE) == 0;
+	caps.status_thp_enabled = probe_status_thp_enabled();
+	probe_thp_disable();
+	errno = saved;
+}
+
+const struct thp_caps *caps_get(void)
+{
+	pthread_once(&caps_once, caps_init);
+	return &caps;
+}
+
+unsigned int caps_sysfs_mode(void)
+{
+	char buf[128];
+	int fd = sys_open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY);
+	long n;
+
+	if (fd < 0)
+		return THP_MODE_UNKNOWN;
+	n = sys_read(fd, buf, sizeof(buf) - 1);
+	sys_close(fd);
+	if (n <= 0)
+		return THP_MODE_UNKNOWN;
+	buf[n] = 0;
+	if (strstr(buf, "[always]"))
+		return THP_MODE_ALWAYS;
+	if (strstr(buf, "[madvise]"))
+		return THP_MODE_MADVISE;
+	if (strstr(buf, "[never]"))
+		return THP_MODE_NEVER;
+	return THP_MODE_UNKNOWN;
+}
+
+THP_API int thp_probe(struct thp_probe_info *info)
+{
+	const struct thp_caps *c;
+	struct thp_target self = { .self = true, .pid = 0, .pidfd = -1 };
+	int err;
+
+	report_clear_detail();
+	err = opts_check(info, sizeof(*info), THP_PROBE_INFO_SIZE_VER0);
+	if (err)
+		return ret_errno(err);
+	c = caps_get();
+	self.pid = getpid();
+	self.pidfd = c->pidfd_self ? c->pidfd_self : -1;
+
+	info->backends = 0;
+	if (backend_pmadv_ops.can_apply(c, &self, THP_ADVICE_HUGE) == 0)
+		info->backends |= 1u << THP_BACKEND_PMADV;
+	if (backend_process_madvise_ops.can_apply(c, &self, THP_ADVICE_HUGE) == 0)
+		info->backends |= 1u << THP_BACKEND_PROCESS_MADVISE;
+	info->backends |= 1u << THP_BACKEND_MADVISE;
+	if (c->thp_disable)
+		info->backends |= 1u << THP_BACKEND_PRCTL_DISABLE;
+	info->backends |= 1u << THP_BACKEND_EXISTING_ONLY;
+	info->thp_mode = caps_sysfs_mode();
+	info->pmd_size = c->pmd_size;
+	info->pidfd_self = c->pidfd_self;
+	info->procmap_query = c->procmap_query;
+	info->pmadv_skip_errors = c->pmadv_skip_errors;
+	info->pmadv_no_error_on_unmapped = c->pmadv_no_error_on_unmapped;
+	info->pmadv_set_default = c->pmadv_set_default;
+	info->pmadv_entire_address_space = c->pmadv_entire;
+	info->process_madvise_self_huge = c->pm_self_any_advice;
+	info->thp_disable_except_advised = c->thp_disable_except_advised;
+	info->madvise_collapse = c->madvise_collapse;
+	return 0;
+}

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* thp_query(): per-mapping THP state from /proc/PID/smaps. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "syscall.h"
+
+/* Streams smaps text line by line with a fixed buffer, no allocation. */
+struct line_reader {
+	int fd;
+	char buf[4096];
+	size_t len, pos;
+	bool eof;
+};
+
+static int read_line(struct line_reader *lr, const char **line, size_t *len)
+{
+	for (;;) {
+		char *nl = memchr(lr->buf + lr->pos, '\n', lr->len - lr->pos);
+		long n;
+
+		if (nl) {
+			*line = lr->buf + lr->pos;
+			*len = (size_t)(nl - *line);
+			lr->pos += *len + 1;
+			return 1;
+		}
+		if (lr->eof)
+			return 0;
+		memmove(lr->buf, lr->buf + lr->pos, lr->len - lr->pos);
+		lr->len -= lr->pos;
+		lr->pos = 0;
+		if (lr->len == sizeof(lr->buf))
+			lr->len = 0;
+		n = sys_read(lr->fd, lr->buf + lr->len, sizeof(lr->buf) - lr->len);
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			lr->eof = true;
+		lr->len += (size_t)n;
+	}
+}
+
+static bool has_prefix(const char *line, size_t len, const char *p)
+{
+	size_t pl = strlen(p);
+
+	return len >= pl && !memcmp(line, p, pl);
+}
+
+static uint64_t kb_field(const char *line, size_t len, size_t skip)
+{
+	char tmp[32];
+	size_t n = len - skip < sizeof(tmp) - 1 ? len - skip : sizeof(tmp) - 1;
+
+	memcpy(tmp, line + skip, n);
+	tmp[n] = 0;
+	return strtoull(tmp, NULL, 10) * 1024;
+}
+
+/* Header: "start-end perms offset dev inode   name". */
+static void parse_header(const char *line, size_t len, struct thp_mapping_state *m)
+{
+	size_t field = 0, i = 0;
+
+	memset(m, 0, sizeof(*m));
+	maps_parse_line(line, len, &m->start, &m->end);
+	while (i < len && field < 5) {
+		while (i < len && line[i] != ' ')
+			i++;
+		while (i < len && line[i] == ' ')
+			i++;
+		field++;
+	}
+	if (i < len) {
+		size_t n = len - i < sizeof(m->name) - 1 ? len - i : sizeof(m->name) - 1;
+
+		memcpy(m->name, line + i, n);
+	}
+	m->anonymous = m->name[0] != '/';
+}
+
+static void parse_vmflags(const char *line, size_t len, struct thp_mapping_state *m)
+{
+	for (size_t i = 9; i + 2 <= len; i += 3) {
+		if (line[i] == 'h' && line[i + 1] == 'g')
+			m->advised_huge = true;
+		if (line[i] == 'n' && line[i + 1] == 'h')
+			m->advised_nohuge = true;
+	}
+}
+
+THP_API int thp_query(struct thp_query_opts *opts)
+{
+	struct line_reader *lr, lr_storage;
+	struct thp_target t;
+	struct thp_mapping_state cur;
+	bool have = false;
+	char path[64];
+	size_t written = 0;
+	uint64_t qend;
+	int err;
+
+	report_clear_detail();
+	err = opts_check(opts, sizeof(*opts), THP_QUERY_OPTS_SIZE_VER0);
+	if (err)
+		return ret_errno(err);
+	if (opts->flags) {
+		report_set_detail("unknown flags 0x%x", opts->flags);
+		return ret_errno(-EINVAL);
+	}
+	if (opts->states_cap && !opts->states) {
+		report_set_detail("states is NULL but states_cap is %zu", opts->states_cap);
+		return ret_errno(-EINVAL);
+	}
+	if (opts->len && opts->addr + opts->len < opts->addr)
+		return ret_errno(-EINVAL);
+	qend = opts->len ? opts->addr + opts->len : UINT64_MAX;
+	err = target_open(opts->pidfd, &t);
+	if (err)
+		return ret_errno(err);
+	if (t.self)
+		snprintf(path, sizeof(path), "/proc/self/smaps");
+	else
+		snprintf(path, sizeof(path), "/proc/%d/smaps", (int)t.pid);
+	lr = &lr_storage;
+	memset(lr, 0, sizeof(*lr));
+	lr->fd = sys_open(path, O_RDONLY);
+	if (lr->fd < 0) {
+		err = lr->fd == -ENOENT ? -ESRCH : lr->fd;
+		report_set_detail("cannot open %s", path);
+		goto out;
+	}
+	opts->states_needed = 0;
+	for (;;) {
+		const char *line = NULL;
+		size_t len = 0;
+		int r = read_line(lr, &line, &len);
+		uint64_t s, e;
+		bool header = r == 1 && maps_parse_line(line, len, &s, &e) == 0;
+
+		if (r < 0) {
+			err = r;
+			break;
+		}
+		/* A header line (or EOF) closes the mapping before it. */
+		if ((r == 0 || header) && have) {
+			if (cur.end > opts->addr && cur.start < qend) {
+				if (written < opts->states_cap)
+					opts->states[written++] = cur;
+				opts->states_needed++;
+			}
+			have = false;
+		}
+		if (r == 0)
+			break;
+		if (header) {
+			parse_header(line, len, &cur);
+			have = true;
+		} else if (!have) {
+			continue;
+		} else if (has_prefix(line, len, "AnonHugePages:")) {
+			cur.anon_huge_bytes = kb_field(line, len, 14);
+		} else if (has_prefix(line, len, "Rss:")) {
+			cur.rss_bytes = kb_field(line, len, 4);
+		} else if (has_prefix(line, len, "THPeligible:")) {
+			cur.thp_eligible = kb_field(line, len, 12) != 0;
+		} else if (has_prefix(line, len, "VmFlags:")) {
+			parse_vmflags(line, len, &cur);
+		}
+	}
+	sys_close(lr->fd);
+	if (!err) {
+		err = target_alive(&t);
+		if (!err)
+			err = (int)written;
+	}
+out:
+	target_close(&t);
+	return ret_errno(err);
+}

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Reports and messages: names, error texts, the per-thread failure detail. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "thp_config.h"
+
+/* Per-thread, like errno: why the last call in this thread failed. */
+static __thread char last_detail[256];
+
+void report_set_detail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_detail, sizeof(last_detail), fmt, ap);
+	va_end(ap);
+}
+
+void report_clear_detail(void)
+{
+	last_detail[0] = 0;
+}
+
+int ret_errno(int ret)
+{
+	if (ret < 0)
+		errno = -ret;
+	return ret;
+}
+
+THP_API const char *thp_strerror_detail(void)
+{
+	return last_detail;
+}
+
+THP_API const char *thp_backend_name(unsigned int backend)
+{
+	static const char *const names[THP_BACKEND_COUNT] = {
+		[THP_BACKEND_AUTO] = "auto",
+		[THP_BACKEND_PMADV] = "pmadv",
+		[THP_BACKEND_PROCESS_MADVISE] = "process_madvise",
+		[THP_BACKEND_MADVISE] = "madvise",
+		[THP_BACKEND_PRCTL_POLICY] = "prctl_thp_policy",
+		[THP_BACKEND_PRCTL_DISABLE] = "prctl_thp_disable",
+		[THP_BACKEND_EXISTING_ONLY] = "existing_only",
+		[THP_BACKEND_PRELOAD] = "preload",
+	};
+
+	return backend < THP_BACKEND_COUNT ? names[backend] : "unknown";
+}
+
+THP_API const char *thp_policy_name(unsigned int policy)
+{
+	static const char *const names[THP_POLICY_COUNT] = {
+		[THP_POLICY_SYSTEM] = "system",
+		[THP_POLICY_HUGE] = "huge",
+		[THP_POLICY_NOHUGE] = "nohuge",
+		[THP_POLICY_NEVER] = "never",
+	};
+
+	return policy < THP_POLICY_COUNT ? names[policy] : "unknown";
+}
+
+THP_API const char *thp_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	switch (err) {
+	case 0:
+		return "success";
+	case EINVAL:
+		return "invalid request: bad advice, flags, size, alignment or range";
+	case E2BIG:
+		return "options struct has fields this library version does not know (non-zero tail)";
+	case EBADF:
+		return "not a valid pidfd";
+	case ESRCH:
+		return "the target process has exited";
+	case EOPNOTSUPP:
+		return "not possible on this kernel or for this target (see thp_strerror_detail())";
+	case ENOMEM:
+		return "part of a range is not mapped";
+	case EPERM:
+		return "not permitted to change the target process";
+	case EAGAIN:
+		return "the kernel could not do it now (e.g. MADV_COLLAPSE found no free huge page)";
+	default:
+		return strerror(err);
+	}
+}
+
+THP_API int thp_report_format(const struct thp_report *r, char *buf, size_t len)
+{
+	if (!r)
+		return snprintf(buf, len, "(no report)");
+	if (!r->attempted)
+		return snprintf(buf, len, "0x%012llx +%-10llu not attempted (an earlier range failed)",
+				(unsigned long long)r->addr, (unsigned long long)r->len);
+	if (!r->error)
+		return snprintf(buf, len, "0x%012llx +%-10llu advised %-10llu unmapped %-10llu ok [%s]",
+				(unsigned long long)r->addr, (unsigned long long)r->len,
+				(unsigned long long)r->bytes_advised,
+				(unsigned long long)r->bytes_unmapped, thp_backend_name(r->backend));
+	return snprintf(buf, len,
+			"0x%012llx +%-10llu advised %-10llu unmapped %-10llu FAILED at 0x%llx: %s [%s]",
+			(unsigned long long)r->addr, (unsigned long long)r->len,
+			(unsigned long long)r->bytes_advised,
+			(unsigned long long)r->bytes_unmapped, (unsigned long long)r->fail_addr,
+			strerror(r->error), thp_backend_name(r->backend));
+}
+
+THP_API const char *thp_version(void)
+{
+	return THP_VERSION_STRING;
+}

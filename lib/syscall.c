@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Raw system calls: the only file that calls into the kernel directly. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "syscall.h"
+
+/* Run a libc call and turn (-1, errno) into -errno, leaving errno as it was. */
+#define SYSRET(expr)                                                       \
+	({                                                                 \
+		int saved_errno_ = errno;                                  \
+		long r_ = (long)(expr);                                    \
+		if (r_ == -1)                                              \
+			r_ = -errno;                                       \
+		errno = saved_errno_;                                      \
+		r_;                                                        \
+	})
+
+long sys_madvise(unsigned long addr, size_t len, int advice)
+{
+	return SYSRET(syscall(SYS_madvise, addr, len, advice));
+}
+
+long sys_process_madvise(int pidfd, const struct iovec *iov, size_t n,
+			 int advice, unsigned int flags)
+{
+	return SYSRET(syscall(__NR_process_madvise, pidfd, iov, n, advice, flags));
+}
+
+long sys_prctl(int option, unsigned long a2, unsigned long a3,
+	       unsigned long a4, unsigned long a5)
+{
+	return SYSRET(prctl(option, a2, a3, a4, a5));
+}
+
+int sys_pidfd_open(pid_t pid, unsigned int flags)
+{
+	return (int)SYSRET(syscall(__NR_pidfd_open, pid, flags));
+}
+
+int sys_pidfd_send_signal(int pidfd, int sig)
+{
+	return (int)SYSRET(syscall(__NR_pidfd_send_signal, pidfd, sig, NULL, 0));
+}
+
+int sys_open(const char *path, int flags)
+{
+	return (int)SYSRET(open(path, flags | O_CLOEXEC));
+}
+
+int sys_close(int fd)
+{
+	return (int)SYSRET(close(fd));
+}
+
+long sys_ioctl(int fd, unsigned long req, void *arg)
+{
+	return SYSRET(ioctl(fd, req, arg));
+}
+
+long sys_read(int fd, void *buf, size_t len)
+{
+	long r;
+
+	do
+		r = SYSRET(read(fd, buf, len));
+	while (r == -EINTR);
+	return r;
+}
+
+long sys_pread(int fd, void *buf, size_t len, off_t off)
+{
+	long r;
+
+	do
+		r = SYSRET(pread(fd, buf, len, off));
+	while (r == -EINTR);
+	return r;
+}
+
+void *sys_mmap_anon(size_t len, int prot)
+{
+	int saved = errno;
+	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	errno = saved;
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int sys_munmap(void *addr, size_t len)
+{
+	return (int)SYSRET(munmap(addr, len));
+}

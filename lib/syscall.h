@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The one place where libthp issues raw system calls.  Every wrapper returns
+ * the kernel's result with the errno folded in: >= 0 success, -errno failure,
+ * and never touches errno of the caller.
+ */
+#ifndef THP_SYSCALL_H
+#define THP_SYSCALL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+long sys_madvise(unsigned long addr, size_t len, int advice);
+long sys_process_madvise(int pidfd, const struct iovec *iov, size_t n,
+			 int advice, unsigned int flags);
+long sys_prctl(int option, unsigned long a2, unsigned long a3,
+	       unsigned long a4, unsigned long a5);
+int sys_pidfd_open(pid_t pid, unsigned int flags);
+int sys_pidfd_send_signal(int pidfd, int sig);
+int sys_open(const char *path, int flags);
+int sys_close(int fd);
+long sys_ioctl(int fd, unsigned long req, void *arg);
+long sys_read(int fd, void *buf, size_t len);
+long sys_pread(int fd, void *buf, size_t len, off_t off);
+void *sys_mmap_anon(size_t len, int prot);
+int sys_munmap(void *addr, size_t len);
+
+#endif

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Which process a request targets: self, or the process behind a pidfd. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "internal.h"
+#include "syscall.h"
+
+/* The pid behind a pidfd, from /proc/self/fdinfo ("Pid:" line; -1 if exited). */
+static int pidfd_to_pid(int pidfd, pid_t *pid)
+{
+	char path[64], buf[1024];
+	char *line;
+	int fd;
+	long n;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	fd = sys_open(path, O_RDONLY);
+	if (fd < 0)
+		return fd == -ENOENT ? -EBADF : fd;
+	n = sys_read(fd, buf, sizeof(buf) - 1);
+	sys_close(fd);
+	if (n <= 0)
+		return -EBADF;
+	buf[n] = 0;
+	line = strstr(buf, "\nPid:");
+	if (!line)
+		return -EBADF; /* an open fd, but not a pidfd */
+	*pid = (pid_t)strtol(line + 5, NULL, 10);
+	if (*pid <= 0)
+		return -ESRCH;
+	return 0;
+}
+
+int target_open(int pidfd, struct thp_target *t)
+{
+	const struct thp_caps *c = caps_get();
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	t->pidfd = -1;
+	if (pidfd == THP_SELF) {
+		t->self = true;
+		t->pid = getpid();
+		if (c->pidfd_self) {
+			t->pidfd = c->pidfd_self;
+		}
+		return 0;
+	}
+	if (pidfd < 0) {
+		report_set_detail("pidfd %d is not a descriptor (use THP_SELF for the calling process)",
+				  pidfd);
+		return -EBADF;
+	}
+	err = pidfd_to_pid(pidfd, &t->pid);
+	if (err) {
+		report_set_detail(err == -ESRCH ? "the process behind pidfd %d has exited"
+						: "descriptor %d is not a pidfd", pidfd);
+		return err;
+	}
+	t->pidfd = pidfd;
+	t->self = t->pid == getpid();
+	return 0;
+}
+
+/* Backends that need a real pidfd for the own process open one lazily. */
+int target_need_pidfd(struct thp_target *t)
+{
+	int fd;
+
+	if (t->pidfd != -1)
+		return 0;
+	fd = sys_pidfd_open(t->pid, 0);
+	if (fd < 0)
+		return fd;
+	t->pidfd = fd;
+	t->owns_pidfd = true;
+	return 0;
+}
+
+void target_close(struct thp_target *t)
+{
+	if (t->owns_pidfd)
+		sys_close(t->pidfd);
+	t->owns_pidfd = false;
+	t->pidfd = -1;
+}
+
+int target_alive(const struct thp_target *t)
+{
+	if (t->self || t->pidfd < 0)
+		return 0;
+	return sys_pidfd_send_signal(t->pidfd, 0) == -ESRCH ? -ESRCH : 0;
+}

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The VMA walk: PROCMAP_QUERY on /proc/PID/maps (6.11+), one ioctl per
+ * mapping and no text, with a parser of the maps text as fallback.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "compat.h"
+#include "internal.h"
+#include "syscall.h"
+
+static int parse_hex(const char **p, const char *end, uint64_t *out)
+{
+	uint64_t v = 0;
+	int digits = 0;
+
+	while (*p < end) {
+		char ch = **p;
+		int d;
+
+		if (ch >= '0' && ch <= '9')
+			d = ch - '0';
+		else if (ch >= 'a' && ch <= 'f')
+			d = ch - 'a' + 10;
+		else
+			break;
+		if (digits == 16)
+			return -EINVAL;
+		v = v << 4 | (uint64_t)d;
+		digits++;
+		(*p)++;
+	}
+	if (!digits)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int maps_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end)
+{
+	const char *p = line, *e = line + len;
+
+	if (parse_hex(&p, e, start) || p == e || *p++ != '-' || parse_hex(&p, e, end))
+		return -EINVAL;
+	if (p == e || *p != ' ' || *end <= *start)
+		return -EINVAL;
+	return 0;
+}
+
+int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t)
+{
+	char path[64];
+
+	memset(w, 0, sizeof(*w));
+	if (t->self)
+		snprintf(path, sizeof(path), "/proc/self/maps");
+	else
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
+	w->fd = sys_open(path, O_RDONLY);
+	if (w->fd < 0) {
+		int err = w->fd;
+
+		report_set_detail("cannot open %s: %s", path, strerror(-err));
+		return err == -ENOENT ? (t->self ? -ENOENT : -ESRCH) : err;
+	}
+	w->use_query = caps_get()->procmap_query;
+	return 0;
+}
+
+void vma_walk_close(struct thp_vma_walk *w)
+{
+	if (w->fd >= 0)
+		sys_close(w->fd);
+	w->fd = -1;
+}
+
+static int walk_query(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
+{
+	struct procmap_query q;
+	long r;
+
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.query_addr = addr;
+	q.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA;
+	r = sys_ioctl(w->fd, PROCMAP_QUERY, &q);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return (int)r;
+	v->start = q.vma_start;
+	v->end = q.vma_end;
+	return 1;
+}
+
+/* Next full line of the maps text; 1, 0 at EOF, or -errno. */
+static int next_line(struct thp_vma_walk *w, const char **line, size_t *len)
+{
+	for (;;) {
+		char *nl = memchr(w->buf + w->pos, '\n', w->len - w->pos);
+		long n;
+
+		if (nl) {
+			*line = w->buf + w->pos;
+			*len = (size_t)(nl - *line);
+			w->pos += *len + 1;
+			return 1;
+		}
+		if (w->eof)
+			return 0;
+		/* Keep the partial line, refill behind it. */
+		memmove(w->buf, w->buf + w->pos, w->len - w->pos);
+		w->len -= w->pos;
+		w->pos = 0;
+		if (w->len == sizeof(w->buf)) /* absurdly long line: drop it */
+			w->len = 0;
+		n = sys_pread(w->fd, w->buf + w->len, sizeof(w->buf) - w->len, w->off);
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			w->eof = true;
+		w->off += n;
+		w->len += (size_t)n;
+	}
+}
+
+static int walk_text(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
+{
+	const char *line = NULL;
+	size_t len = 0;
+	int r;
+
+	while ((r = next_line(w, &line, &len)) == 1) {
+		uint64_t s, e;
+
+		if (maps_parse_line(line, len, &s, &e))
+			continue;
+		/* The vsyscall page is not a VMA and cannot be advised. */
+		if (len >= 10 && !memcmp(line + len - 10, "[vsyscall]", 10))
+			continue;
+		if (e <= addr)
+			continue;
+		v->start = s;
+		v->end = e;
+		return 1;
+	}
+	return r;
+}
+
+int vma_walk_next(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
+{
+	return w->use_query ? walk_query(w, addr, v) : walk_text(w, addr, v);
+}
