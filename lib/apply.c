@@ -42,8 +42,13 @@ const struct thp_backend_ops *backend_select(unsigned int want, const struct thp
 		if (want != THP_BACKEND_AUTO)
 			return NULL;
 	}
-	if (want == THP_BACKEND_AUTO)
-		return NULL; /* *err and the detail are the last backend's */
+	if (want == THP_BACKEND_AUTO) {
+		/* process_madvise() says best why the kernel cannot (remote, old kernel). */
+		*err = process_madvise_check(c, t, advice);
+		if (!*err)
+			*err = -EOPNOTSUPP;
+		return NULL;
+	}
 	report_set_detail("backend %u (%s) cannot apply ranges", want, thp_backend_name(want));
 	*err = want < THP_BACKEND_COUNT ? -EOPNOTSUPP : -EINVAL;
 	return NULL;

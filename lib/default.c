@@ -211,6 +211,7 @@ THP_API int thp_set_default(struct thp_default_opts *o)
 {
 	const struct thp_caps *c;
 	bool want_persistent;
+	long prev_disable;
 	int set, get, err = -EOPNOTSUPP;
 	int advice;
 
@@ -234,9 +235,12 @@ THP_API int thp_set_default(struct thp_default_opts *o)
 	o->persistent = false;
 	err = -EOPNOTSUPP;
 
-	/* Leave a PR_SET_THP_DISABLE from an earlier NEVER/NOHUGE behind first. */
-	if (o->policy != THP_POLICY_NEVER && o->policy != THP_POLICY_NOHUGE && c->thp_disable &&
-	    sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) > 0)
+	/*
+	 * Leave a PR_SET_THP_DISABLE from an earlier NEVER/NOHUGE behind
+	 * first, or it would hide the new policy; put it back on failure.
+	 */
+	prev_disable = c->thp_disable ? sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) : 0;
+	if (o->policy != THP_POLICY_NEVER && o->policy != THP_POLICY_NOHUGE && prev_disable > 0)
 		sys_prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
 
 	if ((o->backend == THP_BACKEND_AUTO || o->backend == THP_BACKEND_PRCTL_POLICY) &&
@@ -256,14 +260,18 @@ THP_API int thp_set_default(struct thp_default_opts *o)
 		if (want_persistent) {
 			report_set_detail("this kernel cannot keep a HUGE default across fork() and "
 					  "exec(); use thpctl run --policy huge (preload)");
-			return ret_errno(-EOPNOTSUPP);
+		} else {
+			o->backend_used = THP_BACKEND_EXISTING_ONLY;
+			o->persistent = false;
+			err = 0;
 		}
-		o->backend_used = THP_BACKEND_EXISTING_ONLY;
-		o->persistent = false;
-		err = 0;
 	}
-	if (err)
+	if (err) {
+		if (prev_disable > 0 && sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 0)
+			sys_prctl(PR_SET_THP_DISABLE, 1,
+				  (unsigned long)prev_disable & PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0);
 		return ret_errno(err);
+	}
 	/* HUGE / NOHUGE also advise existing mappings, as both RFCs do. */
 	if ((o->policy == THP_POLICY_HUGE || o->policy == THP_POLICY_NOHUGE) &&
 	    !(o->flags & THP_DEFAULT_F_NO_EXISTING) && o->backend_used != THP_BACKEND_PRCTL_DISABLE)
@@ -293,7 +301,16 @@ static int get_remote(struct thp_default_opts *o, const struct thp_target *t)
 		report_set_detail("this kernel's /proc/PID/status has no THP_enabled line");
 		return -EOPNOTSUPP;
 	}
-	o->policy = strtol(p + 13, NULL, 10) ? THP_POLICY_SYSTEM : THP_POLICY_NEVER;
+	if (strtol(p + 13, NULL, 10)) {
+		/*
+		 * THP_enabled: 1 covers both SYSTEM and NOHUGE (EXCEPT_ADVISED
+		 * is not shown for another process): do not guess.
+		 */
+		report_set_detail("the kernel does not show whether another process has "
+				  "PR_THP_DISABLE_EXCEPT_ADVISED: its policy is system or nohuge");
+		return -EOPNOTSUPP;
+	}
+	o->policy = THP_POLICY_NEVER;
 	o->backend_used = THP_BACKEND_PRCTL_DISABLE;
 	o->persistent = true;
 	return target_alive(t);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* Reports and messages: names, error texts, the per-thread failure detail. */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -67,8 +68,12 @@ THP_API const char *thp_policy_name(unsigned int policy)
 
 THP_API const char *thp_strerror(int err)
 {
-	if (err < 0)
-		err = -err;
+	/* Negate in a wider type: -INT_MIN does not fit an int. */
+	long long e = err < 0 ? -(long long)err : err;
+
+	if (e > INT_MAX)
+		return "unknown error";
+	err = (int)e;
 	switch (err) {
 	case 0:
 		return "success";

@@ -246,8 +246,11 @@ THP_API int thp_set_default(struct thp_default_opts *opts);
 /**
  * Read the effective default policy of the calling process or, through a
  * pidfd, of another one (from /proc/PID/status).
+ * For another process the kernel shows only whether THP is disabled
+ * completely (NEVER); "system" and "nohuge" look the same from outside, so
+ * that case fails with -EOPNOTSUPP rather than guess.
  * @param opts Options and results (policy, backend_used, persistent).
- * @return 0, or a negative errno.
+ * @return 0, or a negative errno (-EBADF, -ESRCH, -EOPNOTSUPP).
  */
 THP_API int thp_get_default(struct thp_default_opts *opts);
 

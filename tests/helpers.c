@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#define _GNU_SOURCE
+#include "helpers.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static bool parse_header(const char *line, uint64_t *start, uint64_t *end,
+			 char perms[8])
+{
+	unsigned long long s, e;
+	char p[8] = "";
+	int n = 0;
+
+	if (sscanf(line, "%llx-%llx %4s %n", &s, &e, p, &n) < 3 || n == 0)
+		return false;
+	*start = s;
+	*end = e;
+	memcpy(perms, p, sizeof(p));
+	return true;
+}
+
+static bool has_flag(const char *vmflags, const char *flag)
+{
+	const char *p = vmflags;
+	size_t fl = strlen(flag);
+
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		if (!strncmp(p, flag, fl) && (p[fl] == ' ' || p[fl] == '\0' || p[fl] == '\n'))
+			return true;
+		while (*p && *p != ' ')
+			p++;
+	}
+	return false;
+}
+
+int smaps_lookup(pid_t pid, uint64_t addr, struct smaps_info *out)
+{
+	char path[64], line[1024];
+	FILE *f;
+	bool in = false;
+
+	memset(out, 0, sizeof(*out));
+	out->thp_eligible = -1;
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/smaps");
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t s, e;
+		char perms[8];
+		unsigned long long v;
+
+		if (parse_header(line, &s, &e, perms) && strchr(line, ':') != NULL &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			if (in)
+				break; /* past the one we wanted */
+			if (addr >= s && addr < e) {
+				in = true;
+				out->found = true;
+				out->start = s;
+				out->end = e;
+				memcpy(out->perms, perms, sizeof(perms));
+			}
+			continue;
+		}
+		if (!in)
+			continue;
+		if (sscanf(line, "AnonHugePages: %llu kB", &v) == 1)
+			out->anon_huge = v * KiB;
+		else if (sscanf(line, "Rss: %llu kB", &v) == 1)
+			out->rss = v * KiB;
+		else if (sscanf(line, "THPeligible: %llu", &v) == 1)
+			out->thp_eligible = (int)v;
+		else if (!strncmp(line, "VmFlags:", 8)) {
+			size_t n = strcspn(line + 8, "\n");
+
+			if (n >= sizeof(out->vmflags))
+				n = sizeof(out->vmflags) - 1;
+			memcpy(out->vmflags, line + 8, n);
+			out->vmflags[n] = '\0';
+			out->hg = has_flag(out->vmflags, "hg");
+			out->nh = has_flag(out->vmflags, "nh");
+		}
+	}
+	fclose(f);
+	return 0;
+}
+
+static void must_lookup(pid_t pid, uint64_t addr, struct smaps_info *si)
+{
+	int ret = smaps_lookup(pid, addr, si);
+
+	ck_assert_msg(ret == 0, "cannot read smaps of pid %d: %s", (int)pid, strerror(-ret));
+}
+
+bool vma_hg(pid_t pid, uint64_t addr)
+{
+	struct smaps_info si;
+
+	must_lookup(pid, addr, &si);
+	return si.found && si.hg;
+}
+
+bool vma_nh(pid_t pid, uint64_t addr)
+{
+	struct smaps_info si;
+
+	must_lookup(pid, addr, &si);
+	return si.found && si.nh;
+}
+
+bool vma_mapped(pid_t pid, uint64_t addr)
+{
+	struct smaps_info si;
+
+	must_lookup(pid, addr, &si);
+	return si.found;
+}
+
+uint64_t vma_anon_huge(pid_t pid, uint64_t addr)
+{
+	struct smaps_info si;
+
+	must_lookup(pid, addr, &si);
+	return si.found ? si.anon_huge : 0;
+}
+
+uint64_t range_anon_huge(pid_t pid, uint64_t addr, uint64_t len)
+{
+	uint64_t total = 0, a = addr;
+
+	while (a < addr + len) {
+		struct smaps_info si;
+
+		must_lookup(pid, a, &si);
+		if (!si.found) {
+			a += 4096;
+			continue;
+		}
+		total += si.anon_huge;
+		a = si.end;
+	}
+	return total;
+}
+
+void *map_aligned(size_t mib, int flags)
+{
+	size_t len = mib * MiB, extra = 4 * MiB;
+	char *p, *a;
+
+	p = mmap(NULL, len + extra, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+	ck_assert_msg(p != MAP_FAILED, "mmap %zu MiB: %s", mib, strerror(errno));
+	a = (char *)(((uintptr_t)p + PMD_SZ + PMD_SZ - 1) & ~(uintptr_t)(PMD_SZ - 1));
+	/* Leave at least one unmapped page on each side. */
+	if (a - p < 4096)
+		a += PMD_SZ;
+	ck_assert(a + len <= p + len + extra);
+	if (a > p)
+		ck_assert(munmap(p, (size_t)(a - p)) == 0);
+	if (p + len + extra > a + len)
+		ck_assert(munmap(a + len, (size_t)(p + len + extra - (a + len))) == 0);
+	return a;
+}
+
+void touch_range(void *p, size_t len)
+{
+	volatile char *c = p;
+
+	for (size_t off = 0; off < len; off += 4096)
+		c[off] = (char)(1 + (off >> 12));
+}
+
+bool in_ci(void)
+{
+	const char *ci = getenv("CI");
+
+	return ci && !strcmp(ci, "true");
+}
+
+unsigned int sysfs_thp_mode(void)
+{
+	char buf[128];
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
+	unsigned int mode = 3;
+
+	if (!f)
+		return 3;
+	if (fgets(buf, sizeof(buf), f)) {
+		if (strstr(buf, "[always]"))
+			mode = 0;
+		else if (strstr(buf, "[madvise]"))
+			mode = 1;
+		else if (strstr(buf, "[never]"))
+			mode = 2;
+	}
+	fclose(f);
+	return mode;
+}
+
+void must_madvise(void *p, size_t len, int advice)
+{
+	ck_assert_msg(madvise(p, len, advice) == 0, "madvise(%p, %zu, %d): %s", p, len,
+		      advice, strerror(errno));
+}
+
+static const char *const mode_names[] = { "always", "madvise", "never", "unknown" };
+
+void require_madvise_mode(void)
+{
+	unsigned int m = sysfs_thp_mode();
+
+	ck_assert_msg(m == 1, "THP sysfs mode is \"%s\": these tests expect \"madvise\"",
+		      mode_names[m]);
+}
+
+const char *mode_note(void)
+{
+	static char buf[128];
+	unsigned int m = sysfs_thp_mode();
+
+	if (m == 1)
+		return "";
+	snprintf(buf, sizeof(buf), " [THP sysfs mode is now \"%s\", not \"madvise\": "
+		 "changed during the test?]", mode_names[m]);
+	return buf;
+}

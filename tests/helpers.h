@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Shared helpers for the libthp Check tests: aligned mappings and smaps. */
+#ifndef THP_TEST_HELPERS_H
+#define THP_TEST_HELPERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define KiB (1024ULL)
+#define MiB (1024ULL * 1024ULL)
+#define GiB (1024ULL * MiB)
+#define PMD_SZ (2 * MiB)
+
+/* THP state of the mapping (VMA) that covers one address, from smaps. */
+struct smaps_info {
+	bool found;             /* a mapping covers the address */
+	uint64_t start, end;    /* the mapping */
+	bool hg, nh;            /* VmFlags hg (VM_HUGEPAGE) / nh (VM_NOHUGEPAGE) */
+	int thp_eligible;       /* THPeligible: value, -1 if absent */
+	uint64_t anon_huge;     /* AnonHugePages in bytes */
+	uint64_t rss;           /* Rss in bytes */
+	char perms[8];
+	char vmflags[256];
+};
+
+/*
+ * Read /proc/PID/smaps (pid 0: self) and fill @out for the mapping that
+ * covers @addr.  Returns 0 (out->found tells whether one does) or -errno.
+ */
+int smaps_lookup(pid_t pid, uint64_t addr, struct smaps_info *out);
+
+/* Convenience wrappers; abort the test (ck_abort) when smaps is unreadable. */
+bool vma_hg(pid_t pid, uint64_t addr);
+bool vma_nh(pid_t pid, uint64_t addr);
+bool vma_mapped(pid_t pid, uint64_t addr);
+uint64_t vma_anon_huge(pid_t pid, uint64_t addr);
+/* Sum of AnonHugePages of every mapping overlapping [addr, addr+len). */
+uint64_t range_anon_huge(pid_t pid, uint64_t addr, uint64_t len);
+
+/*
+ * mmap an anonymous private read/write region of @mib MiB whose start is
+ * 2 MiB aligned (maps 4 MiB extra, then unmaps the slack on both sides so
+ * there are unmapped gaps around it).  @flags are added to
+ * MAP_PRIVATE|MAP_ANONYMOUS (e.g. MAP_NORESERVE).  Aborts the test on failure.
+ */
+void *map_aligned(size_t mib, int flags);
+
+/* Write one byte into every 4 KiB page of [p, p+len). */
+void touch_range(void *p, size_t len);
+
+/* True when the environment variable CI is "true" (tests must not skip). */
+bool in_ci(void);
+
+/* Read /sys/kernel/mm/transparent_hugepage/enabled: 0 always, 1 madvise, 2 never, 3 unknown. */
+unsigned int sysfs_thp_mode(void);
+
+/*
+ * Fixture: fail clearly unless the THP sysfs mode is "madvise", which the
+ * effect checks (no huge pages where nothing was advised) assume.
+ */
+void require_madvise_mode(void);
+/* "" in madvise mode, else a note naming the current mode, for messages. */
+const char *mode_note(void);
+
+/* Raw madvise() that aborts the test on failure (for building layouts). */
+void must_madvise(void *p, size_t len, int advice);
+
+#endif

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Install the build into a temporary DESTDIR, then build and run a small
+# program against it through pkg-config only.
+set -euo pipefail
+
+builddir=${1:?usage: install_test.sh BUILDDIR}
+builddir=$(cd "$builddir" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/libthp-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+dest=$tmp/dest
+
+fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
+
+meson install -C "$builddir" --destdir "$dest" --no-rebuild --quiet \
+	|| fail "meson install failed"
+
+hdr=$(find "$dest" -path '*/include/thp/thp.h' -print -quit)
+[ -n "$hdr" ] || fail "thp/thp.h not installed"
+pc=$(find "$dest" -name libthp.pc -print -quit)
+[ -n "$pc" ] || fail "libthp.pc not installed"
+so=$(find "$dest" -name 'libthp.so.*' -print -quit)
+[ -n "$so" ] || fail "libthp.so.* not installed"
+libdir=$(dirname "$so")
+[ -e "$libdir/libthp.so" ] || fail "libthp.so development link not installed"
+
+cat > "$tmp/prog.c" <<'PROG'
+#include <stdio.h>
+#include <string.h>
+#include <thp/thp.h>
+
+int main(void)
+{
+	char want[32];
+	THP_OPTS(thp_probe_info, info);
+	int ret;
+
+	snprintf(want, sizeof(want), "%d.%d.%d", THP_VERSION_MAJOR, THP_VERSION_MINOR,
+		 THP_VERSION_PATCH);
+	if (strcmp(thp_version(), want) != 0) {
+		fprintf(stderr, "thp_version() %s, header says %s\n", thp_version(), want);
+		return 1;
+	}
+	ret = thp_probe(&info);
+	if (ret != 0) {
+		fprintf(stderr, "thp_probe: %d (%s)\n", ret, thp_strerror(ret));
+		return 1;
+	}
+	if (!(info.backends & (1u << THP_BACKEND_MADVISE))) {
+		fprintf(stderr, "thp_probe: madvise backend missing (0x%x)\n", info.backends);
+		return 1;
+	}
+	printf("libthp %s pmd_size %llu backends 0x%x\n", thp_version(),
+	       (unsigned long long)info.pmd_size, info.backends);
+	return 0;
+}
+PROG
+
+export PKG_CONFIG_PATH=$(dirname "$pc")
+export PKG_CONFIG_LIBDIR=$(dirname "$pc")
+export PKG_CONFIG_SYSROOT_DIR=$dest
+flags=$(pkg-config --cflags --libs libthp) || fail "pkg-config libthp failed"
+echo "pkg-config libthp: $flags"
+case "$flags" in
+*"$dest"*) ;;
+*) fail "pkg-config flags do not point into the DESTDIR: $flags" ;;
+esac
+[ "$(pkg-config --modversion libthp)" = "$(sed -n 's/^#define THP_VERSION_MAJOR \([0-9]*\)/\1/p' "$hdr").$(sed -n 's/^#define THP_VERSION_MINOR \([0-9]*\)/\1/p' "$hdr").$(sed -n 's/^#define THP_VERSION_PATCH \([0-9]*\)/\1/p' "$hdr")" ] \
+	|| fail "libthp.pc version differs from the header"
+
+# shellcheck disable=SC2086
+${CC:-cc} -std=gnu11 -Wall -Werror -o "$tmp/prog" "$tmp/prog.c" $flags \
+	|| fail "compiling against the installed library failed"
+
+out=$(LD_LIBRARY_PATH=$libdir "$tmp/prog") || fail "program failed: $out"
+echo "$out"
+LD_LIBRARY_PATH=$libdir ldd "$tmp/prog" | grep -q "$dest" \
+	|| fail "program did not load libthp from the DESTDIR"
+echo "install_test: OK"

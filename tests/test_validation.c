@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Every bad input returns its documented error, sets errno to match, and
+ * changes nothing: the target mapping and a sentinel mapping never gain
+ * hg/nh, and destructive advice never touches memory content.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <thp/thp.h>
+
+#include "helpers.h"
+
+static char *target;   /* 4 MiB, touched, pattern-filled */
+static char *sentinel; /* 4 MiB elsewhere */
+
+static void setup(void)
+{
+	require_madvise_mode();
+	target = map_aligned(4, 0);
+	sentinel = map_aligned(4, 0);
+	for (size_t i = 0; i < 4 * MiB; i++)
+		target[i] = (char)(i * 7 + 3);
+	touch_range(sentinel, 4 * MiB);
+}
+
+static void teardown(void)
+{
+	munmap(target, 4 * MiB);
+	munmap(sentinel, 4 * MiB);
+}
+
+static void assert_unchanged(const char *what)
+{
+	struct smaps_info si;
+
+	ck_assert_int_eq(smaps_lookup(0, (uintptr_t)target, &si), 0);
+	ck_assert_msg(si.found, "%s: target unmapped", what);
+	ck_assert_msg(!si.hg && !si.nh, "%s: target VmFlags changed:%s", what, si.vmflags);
+	ck_assert_int_eq(smaps_lookup(0, (uintptr_t)sentinel, &si), 0);
+	ck_assert_msg(si.found, "%s: sentinel unmapped", what);
+	ck_assert_msg(!si.hg && !si.nh, "%s: sentinel VmFlags changed:%s", what, si.vmflags);
+	for (size_t i = 0; i < 4 * MiB; i += 997)
+		ck_assert_msg(target[i] == (char)(i * 7 + 3),
+			      "%s: target content lost at offset %zu", what, i);
+}
+
+#define EXPECT_ERR(call, err, what)                                               \
+	do {                                                                      \
+		int ret_;                                                         \
+		errno = 0;                                                        \
+		ret_ = (call);                                                    \
+		ck_assert_msg(ret_ == -(err), "%s: returned %d, expected %d (%s)", \
+			      what, ret_, -(err), strerror(err));                 \
+		ck_assert_msg(errno == (err), "%s: errno %d, expected %d", what,  \
+			      errno, (err));                                      \
+		assert_unchanged(what);                                           \
+	} while (0)
+
+static struct thp_range target_range(void)
+{
+	struct thp_range r = { .addr = (uintptr_t)target, .len = 4 * MiB };
+
+	return r;
+}
+
+/* ---------------- thp_apply_ranges ---------------- */
+
+START_TEST(ranges_null_opts)
+{
+	struct thp_range r = target_range();
+
+	EXPECT_ERR(thp_apply_ranges(&r, 1, NULL), EINVAL, "NULL opts");
+}
+END_TEST
+
+START_TEST(ranges_small_sz)
+{
+	struct thp_range r = target_range();
+	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE);
+
+	o.sz = THP_APPLY_OPTS_SIZE_VER0 - 1;
+	EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EINVAL, "sz VER0-1");
+	o.sz = 0;
+	EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EINVAL, "sz 0");
+	o.sz = 8;
+	EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EINVAL, "sz 8");
+}
+END_TEST
+
+struct big_apply_opts {
+	struct thp_apply_opts o;
+	unsigned char tail[24];
+};
+
+START_TEST(ranges_big_sz_nonzero_tail)
+{
+	struct thp_range r = target_range();
+	struct big_apply_opts b;
+
+	for (size_t i = 0; i < sizeof(b.tail); i++) {
+		memset(&b, 0, sizeof(b));
+		b.o.sz = sizeof(b);
+		b.o.advice = THP_ADVICE_HUGE;
+		b.tail[i] = 0x01;
+		EXPECT_ERR(thp_apply_ranges(&r, 1, &b.o), E2BIG, "non-zero tail byte");
+	}
+}
+END_TEST
+
+START_TEST(ranges_big_sz_zero_tail)
+{
+	struct thp_range r = target_range();
+	struct big_apply_opts b;
+	int ret;
+
+	memset(&b, 0, sizeof(b));
+	b.o.sz = sizeof(b);
+	b.o.advice = THP_ADVICE_HUGE;
+	ret = thp_apply_ranges(&r, 1, &b.o);
+	ck_assert_msg(ret == 1, "zero tail: returned %d (%s)", ret, thp_strerror(ret));
+	ck_assert_msg(vma_hg(0, (uintptr_t)target), "zero tail accepted but no hg");
+	ck_assert_msg(!vma_hg(0, (uintptr_t)sentinel), "sentinel gained hg");
+	/* Exactly VER0 (the first published size) is accepted too. */
+	memset(&b, 0, sizeof(b));
+	b.o.sz = THP_APPLY_OPTS_SIZE_VER0;
+	b.o.advice = THP_ADVICE_NOHUGE;
+	ret = thp_apply_ranges(&r, 1, &b.o);
+	ck_assert_msg(ret == 1, "sz VER0: returned %d", ret);
+	ck_assert_msg(vma_nh(0, (uintptr_t)target), "sz VER0 accepted but no nh");
+}
+END_TEST
+
+START_TEST(ranges_unknown_flags)
+{
+	struct thp_range r = target_range();
+	static const uint32_t bad[] = { 1u << 2, 1u << 3, 1u << 16, 1u << 31,
+					THP_F_SKIP_ERRORS | (1u << 5) };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .flags = bad[i]);
+		char what[64];
+
+		snprintf(what, sizeof(what), "flags 0x%x", bad[i]);
+		EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EINVAL, what);
+	}
+}
+END_TEST
+
+static const int bad_advice[] = { 4 /* DONTNEED */, 8 /* FREE */, 9 /* REMOVE */,
+				  0, 99, -1, 3, 13, 16, 24, 26 };
+static const uint32_t all_backends[] = { THP_BACKEND_AUTO, THP_BACKEND_PROCESS_MADVISE,
+					 THP_BACKEND_MADVISE };
+
+START_TEST(ranges_bad_advice)
+{
+	struct thp_range r = target_range();
+
+	for (size_t b = 0; b < sizeof(all_backends) / sizeof(all_backends[0]); b++) {
+		for (size_t i = 0; i < sizeof(bad_advice) / sizeof(bad_advice[0]); i++) {
+			for (uint32_t fl = 0; fl <= THP_F_NO_ERROR_ON_UNMAPPED; fl++) {
+				THP_OPTS(thp_apply_opts, o, .advice = bad_advice[i],
+					 .backend = all_backends[b], .flags = fl);
+				char what[96];
+
+				snprintf(what, sizeof(what), "advice %d backend %u flags %u",
+					 bad_advice[i], all_backends[b], fl);
+				EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EINVAL, what);
+			}
+		}
+	}
+	/* The touched pages still hold their content (MADV_DONTNEED would zero them). */
+	ck_assert(target[0] == (char)3);
+	ck_assert(target[4096 * 5 + 1] == (char)((4096 * 5 + 1) * 7 + 3));
+}
+END_TEST
+
+START_TEST(ranges_too_many)
+{
+	size_t n = (size_t)THP_MAX_RANGES + 1;
+	struct thp_range *v = malloc(n * sizeof(*v));
+	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE);
+
+	ck_assert_ptr_nonnull(v);
+	/* Every entry is valid: only the count is wrong. */
+	for (size_t i = 0; i < n; i++)
+		v[i] = target_range();
+	EXPECT_ERR(thp_apply_ranges(v, n, &o), EINVAL, "nr_ranges > THP_MAX_RANGES");
+	EXPECT_ERR(thp_apply_ranges(v, SIZE_MAX, &o), EINVAL, "nr_ranges SIZE_MAX");
+	free(v);
+}
+END_TEST
+
+START_TEST(ranges_null_ranges)
+{
+	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE);
+
+	EXPECT_ERR(thp_apply_ranges(NULL, 1, &o), EINVAL, "ranges NULL, n 1");
+	EXPECT_ERR(thp_apply_ranges(NULL, 3, &o), EINVAL, "ranges NULL, n 3");
+	/* NULL with 0 ranges is fine and does nothing. */
+	errno = 0;
+	ck_assert_int_eq(thp_apply_ranges(NULL, 0, &o), 0);
+	assert_unchanged("ranges NULL, n 0");
+}
+END_TEST
+
+START_TEST(ranges_wrapping)
+{
+	struct thp_range v[2] = { target_range() };
+	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE);
+
+	v[1].addr = 0xfffffffffffff000ULL;
+	v[1].len = 0x2000;
+	EXPECT_ERR(thp_apply_ranges(&v[1], 1, &o), EINVAL, "wrapping addr+len");
+	/* A valid range first: still nothing may happen (checked before any call). */
+	EXPECT_ERR(thp_apply_ranges(v, 2, &o), EINVAL, "valid, then wrapping");
+	v[1].addr = (uintptr_t)target;
+	v[1].len = UINT64_MAX;
+	EXPECT_ERR(thp_apply_ranges(v, 2, &o), EINVAL, "len UINT64_MAX");
+	v[1].len = UINT64_MAX - 4095;
+	EXPECT_ERR(thp_apply_ranges(v, 2, &o), EINVAL, "len UINT64_MAX-4095");
+	v[1].len = UINT64_MAX - (uintptr_t)target + 1;
+	EXPECT_ERR(thp_apply_ranges(v, 2, &o), EINVAL, "addr+len == 2^64");
+}
+END_TEST
+
+START_TEST(ranges_unaligned)
+{
+	struct thp_range v[2] = { target_range(), target_range() };
+	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE);
+
+	v[1].addr = (uintptr_t)target + 1;
+	EXPECT_ERR(thp_apply_ranges(&v[1], 1, &o), EINVAL, "unaligned start");
+	EXPECT_ERR(thp_apply_ranges(v, 2, &o), EINVAL, "valid, then unaligned");
+	v[1].addr = (uintptr_t)target + 2048;
+	EXPECT_ERR(thp_apply_ranges(v, 2, &o), EINVAL, "start + 2048");
+}
+END_TEST
+
+START_TEST(ranges_bad_pidfd)
+{
+	struct thp_range r = target_range();
+	char tmpl[] = "/tmp/thp-test-XXXXXX";
+	int fd;
+
+	close(12345);
+	ck_assert(fcntl(12345, F_GETFD) == -1);
+	{
+		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .pidfd = 12345);
+		EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EBADF, "unopened fd 12345");
+	}
+	{
+		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_COLLAPSE, .pidfd = 12345);
+		EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EBADF, "unopened fd 12345, COLLAPSE");
+	}
+	{
+		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .pidfd = -1);
+		EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EBADF, "pidfd -1");
+	}
+	fd = mkstemp(tmpl);
+	ck_assert_int_ge(fd, 0);
+	unlink(tmpl);
+	ck_assert(write(fd, "x", 1) == 1);
+	{
+		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .pidfd = fd);
+		EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EBADF, "regular file fd");
+	}
+	{
+		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_COLLAPSE, .pidfd = fd);
+		EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EBADF, "regular file fd, COLLAPSE");
+	}
+	close(fd);
+}
+END_TEST
+
+START_TEST(ranges_bad_backend)
+{
+	struct thp_range r = target_range();
+	static const uint32_t bad[] = { 99, THP_BACKEND_COUNT, 0x80000000u };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .backend = bad[i]);
+		char what[64];
+
+		snprintf(what, sizeof(what), "backend %u", bad[i]);
+		EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EINVAL, what);
+	}
+}
+END_TEST
+
+/* ---------------- thp_apply_all ---------------- */
+
+START_TEST(all_null_and_sizes)
+{
+	THP_OPTS(thp_apply_all_opts, o, .advice = THP_ADVICE_HUGE);
+
+	EXPECT_ERR(thp_apply_all(NULL), EINVAL, "apply_all NULL");
+	o.sz = THP_APPLY_ALL_OPTS_SIZE_VER0 - 1;
+	EXPECT_ERR(thp_apply_all(&o), EINVAL, "apply_all sz VER0-1");
+	o.sz = 0;
+	EXPECT_ERR(thp_apply_all(&o), EINVAL, "apply_all sz 0");
+}
+END_TEST
+
+struct big_all_opts {
+	struct thp_apply_all_opts o;
+	unsigned char tail[16];
+};
+
+START_TEST(all_nonzero_tail)
+{
+	struct big_all_opts b;
+
+	for (size_t i = 0; i < sizeof(b.tail); i++) {
+		memset(&b, 0, sizeof(b));
+		b.o.sz = sizeof(b);
+		b.o.advice = THP_ADVICE_HUGE;
+		b.tail[i] = 0x80;
+		EXPECT_ERR(thp_apply_all(&b.o), E2BIG, "apply_all non-zero tail");
+	}
+}
+END_TEST
+
+START_TEST(all_zero_tail_accepted)
+{
+	struct big_all_opts b;
+	int ret;
+
+	memset(&b, 0, sizeof(b));
+	b.o.sz = sizeof(b);
+	b.o.advice = THP_ADVICE_HUGE;
+	ret = thp_apply_all(&b.o);
+	ck_assert_msg(ret > 0, "apply_all zero tail: %d (%s)", ret, thp_strerror(ret));
+	ck_assert_msg(vma_hg(0, (uintptr_t)target), "apply_all accepted but target no hg");
+}
+END_TEST
+
+START_TEST(all_bad_flags_advice_pidfd_backend)
+{
+	for (size_t i = 0; i < sizeof(bad_advice) / sizeof(bad_advice[0]); i++) {
+		THP_OPTS(thp_apply_all_opts, o, .advice = bad_advice[i],
+			 .flags = THP_F_SKIP_ERRORS);
+		char what[64];
+
+		snprintf(what, sizeof(what), "apply_all advice %d", bad_advice[i]);
+		EXPECT_ERR(thp_apply_all(&o), EINVAL, what);
+	}
+	{
+		THP_OPTS(thp_apply_all_opts, o, .advice = THP_ADVICE_HUGE, .flags = 1u << 2);
+		EXPECT_ERR(thp_apply_all(&o), EINVAL, "apply_all flags 1<<2");
+		o.flags = 1u << 31;
+		EXPECT_ERR(thp_apply_all(&o), EINVAL, "apply_all flags 1<<31");
+	}
+	{
+		THP_OPTS(thp_apply_all_opts, o, .advice = THP_ADVICE_HUGE, .backend = 99);
+		EXPECT_ERR(thp_apply_all(&o), EINVAL, "apply_all backend 99");
+	}
+	close(12345);
+	{
+		THP_OPTS(thp_apply_all_opts, o, .advice = THP_ADVICE_HUGE, .pidfd = 12345);
+		EXPECT_ERR(thp_apply_all(&o), EBADF, "apply_all pidfd 12345");
+	}
+	/* Nothing touched target content, even with DONTNEED over everything. */
+	ck_assert(target[0] == (char)3);
+}
+END_TEST
+
+/* ---------------- thp_query ---------------- */
+
+struct big_query_opts {
+	struct thp_query_opts o;
+	unsigned char tail[16];
+};
+
+START_TEST(query_rules)
+{
+	struct big_query_opts b;
+	struct thp_mapping_state st[4];
+	int ret;
+
+	EXPECT_ERR(thp_query(NULL), EINVAL, "query NULL");
+	memset(&b, 0, sizeof(b));
+	b.o.sz = THP_QUERY_OPTS_SIZE_VER0 - 1;
+	EXPECT_ERR(thp_query(&b.o), EINVAL, "query sz VER0-1");
+	b.o.sz = 0;
+	EXPECT_ERR(thp_query(&b.o), EINVAL, "query sz 0");
+	for (size_t i = 0; i < sizeof(b.tail); i++) {
+		memset(&b, 0, sizeof(b));
+		b.o.sz = sizeof(b);
+		b.tail[i] = 1;
+		EXPECT_ERR(thp_query(&b.o), E2BIG, "query non-zero tail");
+	}
+	memset(&b, 0, sizeof(b));
+	b.o.sz = sizeof(b.o);
+	b.o.flags = 1;
+	EXPECT_ERR(thp_query(&b.o), EINVAL, "query flags 1");
+	b.o.flags = 1u << 31;
+	EXPECT_ERR(thp_query(&b.o), EINVAL, "query flags 1<<31");
+	close(12345);
+	b.o.flags = 0;
+	b.o.pidfd = 12345;
+	EXPECT_ERR(thp_query(&b.o), EBADF, "query pidfd 12345");
+
+	/* Larger struct, zero tail: accepted. */
+	memset(&b, 0, sizeof(b));
+	b.o.sz = sizeof(b);
+	b.o.addr = (uintptr_t)target;
+	b.o.len = 4 * MiB;
+	b.o.states = st;
+	b.o.states_cap = 4;
+	ret = thp_query(&b.o);
+	ck_assert_msg(ret == 1, "query zero tail: %d", ret);
+	ck_assert_uint_eq(b.o.states_needed, 1);
+	ck_assert_uint_eq(st[0].start, (uintptr_t)target);
+}
+END_TEST
+
+/* ---------------- thp_probe ---------------- */
+
+struct big_probe_info {
+	struct thp_probe_info i;
+	unsigned char tail[16];
+};
+
+START_TEST(probe_rules)
+{
+	struct big_probe_info b;
+
+	EXPECT_ERR(thp_probe(NULL), EINVAL, "probe NULL");
+	memset(&b, 0, sizeof(b));
+	b.i.sz = THP_PROBE_INFO_SIZE_VER0 - 1;
+	EXPECT_ERR(thp_probe(&b.i), EINVAL, "probe sz VER0-1");
+	b.i.sz = 0;
+	EXPECT_ERR(thp_probe(&b.i), EINVAL, "probe sz 0");
+	for (size_t i = 0; i < sizeof(b.tail); i++) {
+		memset(&b, 0, sizeof(b));
+		b.i.sz = sizeof(b);
+		b.tail[i] = 0xff;
+		EXPECT_ERR(thp_probe(&b.i), E2BIG, "probe non-zero tail");
+		ck_assert_msg(b.tail[i] == 0xff, "probe wrote past what it knows");
+	}
+	memset(&b, 0, sizeof(b));
+	b.i.sz = sizeof(b);
+	errno = 0;
+	ck_assert_int_eq(thp_probe(&b.i), 0);
+	ck_assert_msg(b.i.pmd_size == 2 * MiB, "pmd_size %llu",
+		      (unsigned long long)b.i.pmd_size);
+	for (size_t i = 0; i < sizeof(b.tail); i++)
+		ck_assert_msg(b.tail[i] == 0, "probe wrote into the caller's tail");
+}
+END_TEST
+
+/* The error paths also leave a useful detail; success clears it. */
+START_TEST(detail_on_error)
+{
+	struct thp_range r = target_range();
+	THP_OPTS(thp_apply_opts, o, .advice = 4);
+
+	ck_assert_int_eq(thp_apply_ranges(&r, 1, &o), -EINVAL);
+	ck_assert_ptr_nonnull(thp_strerror_detail());
+	ck_assert_msg(thp_strerror_detail()[0] != '\0', "no detail for advice 4");
+	o.advice = THP_ADVICE_HUGE;
+	ck_assert_int_eq(thp_apply_ranges(&r, 1, &o), 1);
+	ck_assert_str_eq(thp_strerror_detail(), "");
+}
+END_TEST
+
+static Suite *validation_suite(void)
+{
+	Suite *s = suite_create("validation");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, ranges_null_opts);
+	tcase_add_test(tc, ranges_small_sz);
+	tcase_add_test(tc, ranges_big_sz_nonzero_tail);
+	tcase_add_test(tc, ranges_big_sz_zero_tail);
+	tcase_add_test(tc, ranges_unknown_flags);
+	tcase_add_test(tc, ranges_bad_advice);
+	tcase_add_test(tc, ranges_too_many);
+	tcase_add_test(tc, ranges_null_ranges);
+	tcase_add_test(tc, ranges_wrapping);
+	tcase_add_test(tc, ranges_unaligned);
+	tcase_add_test(tc, ranges_bad_pidfd);
+	tcase_add_test(tc, ranges_bad_backend);
+	tcase_add_test(tc, all_null_and_sizes);
+	tcase_add_test(tc, all_nonzero_tail);
+	tcase_add_test(tc, all_zero_tail_accepted);
+	tcase_add_test(tc, all_bad_flags_advice_pidfd_backend);
+	tcase_add_test(tc, query_rules);
+	tcase_add_test(tc, probe_rules);
+	tcase_add_test(tc, detail_on_error);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(validation_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
