@@ -192,6 +192,25 @@ START_TEST(query_mapping)
 		ck_assert_msg(st[1].start == 0x4444444444444444ULL, "wrote past states_cap");
 	}
 	{
+		/* Partial overlap at both ends: the whole mappings are reported. */
+		THP_OPTS(thp_query_opts, q, .addr = U(m + 1 * MiB), .len = 2 * MiB,
+			 .states = st, .states_cap = 4);
+
+		ck_assert_int_eq(thp_query(&q), 2);
+		ck_assert_uint_eq(st[0].start, U(m));
+		ck_assert_uint_eq(st[0].end, U(m + 2 * MiB));
+		ck_assert_uint_eq(st[1].start, U(m + 2 * MiB));
+		ck_assert_uint_eq(st[1].end, U(m + 6 * MiB));
+	}
+	{
+		/* A wrapping window is invalid. */
+		THP_OPTS(thp_query_opts, q, .addr = U(m), .len = UINT64_MAX);
+
+		errno = 0;
+		ck_assert_int_eq(thp_query(&q), -EINVAL);
+		ck_assert_int_eq(errno, EINVAL);
+	}
+	{
 		/* All mappings, counting only. */
 		THP_OPTS(thp_query_opts, q);
 
