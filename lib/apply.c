@@ -74,6 +74,23 @@ static int apply_piece(const struct apply_ctx *ctx, uint64_t start, uint64_t len
 }
 
 /*
+ * ENOMEM means "unmapped" to madvise() but also "no huge page" to
+ * MADV_COLLAPSE: look again before calling it a gap.
+ */
+static bool still_mapped(const struct thp_target *t, uint64_t addr)
+{
+	struct thp_vma_walk w;
+	struct thp_vma v;
+	int r;
+
+	if (vma_walk_open(&w, t))
+		return false;
+	r = vma_walk_next(&w, addr, &v);
+	vma_walk_close(&w);
+	return r == 1 && v.start <= addr;
+}
+
+/*
  * Explain range [start, end): walk its mappings, advise each piece, count
  * gaps, record the first failure.  Without SKIP_ERRORS a real failure
  * stops the range there, as madvise() does; gaps never stop it.
@@ -114,7 +131,7 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t start, uint64_t en
 		piece_end = v.end < end ? v.end : end;
 		r = apply_piece(ctx, cur, piece_end - cur, &done);
 		o->advised += done;
-		if (r == -ENOMEM) {
+		if (r == -ENOMEM && !still_mapped(ctx->t, cur + done)) {
 			/* The mapping went away under us: it is a gap now. */
 			o->unmapped += piece_end - cur - done;
 			if (!gaps_ok && !o->error) {

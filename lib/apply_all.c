@@ -23,6 +23,7 @@ struct all_state {
 	bool failed[VMA_BATCH];
 	uint64_t stop_addr;   /* first failure when not skipping */
 	unsigned int backend;
+	uint32_t flags;
 };
 
 static void record_failure(void *arg, uint64_t start, uint64_t end, int error)
@@ -42,7 +43,8 @@ static void record_failure(void *arg, uint64_t start, uint64_t end, int error)
 		r->attempted = 1;
 	}
 	o->failures_needed++;
-	if (start < s->stop_addr)
+	/* Without SKIP_ERRORS nothing after the first failure was advised. */
+	if (!(s->flags & THP_F_SKIP_ERRORS) && start < s->stop_addr)
 		s->stop_addr = start;
 	for (size_t i = 0; i < s->nr_vmas; i++)
 		if (s->vmas[i].start < end && s->vmas[i].end > start)
@@ -179,6 +181,7 @@ THP_API int thp_apply_all(struct thp_apply_all_opts *opts)
 	memset(&s, 0, sizeof(s));
 	s.opts = opts;
 	s.backend = ctx.be->id;
+	s.flags = ctx.flags;
 
 	/* One kernel call for everything; walk only to count, or to explain. */
 	if (ctx.be->apply_entire && (opts->flags & THP_F_SKIP_ERRORS)) {

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * White-box tests of the VMA walk: the PROCMAP_QUERY walk and the
+ * /proc/PID/maps text fallback must see the same mappings, and the text
+ * parser must reject malformed lines.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MAX_VMAS 4096
+
+static size_t walk(bool use_query, struct thp_vma *out, size_t cap)
+{
+	struct thp_target t = { .self = true, .pid = getpid(), .pidfd = -1 };
+	struct thp_vma_walk *w = malloc(sizeof(*w));
+	uint64_t addr = 0;
+	size_t n = 0;
+	struct thp_vma v;
+	int r;
+
+	ck_assert_ptr_nonnull(w);
+	ck_assert_int_eq(vma_walk_open(w, &t), 0);
+	w->use_query = use_query;
+	while ((r = vma_walk_next(w, addr, &v)) == 1) {
+		ck_assert_uint_gt(v.end, v.start);
+		ck_assert_uint_ge(v.end, addr);
+		if (n < cap)
+			out[n] = v;
+		n++;
+		addr = v.end;
+	}
+	ck_assert_int_eq(r, 0);
+	vma_walk_close(w);
+	free(w);
+	return n;
+}
+
+START_TEST(query_and_text_agree)
+{
+	static struct thp_vma a[MAX_VMAS], b[MAX_VMAS];
+	long ps = sysconf(_SC_PAGESIZE);
+	char *blocks[64];
+	size_t na, nb;
+
+	ck_assert_msg(caps_get()->procmap_query, "PROCMAP_QUERY is expected on this kernel");
+	/* Many small mappings, alternating protection so they stay apart. */
+	for (int i = 0; i < 64; i++) {
+		blocks[i] = mmap(NULL, (size_t)ps, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ck_assert_ptr_ne(blocks[i], MAP_FAILED);
+	}
+	na = walk(true, a, MAX_VMAS);
+	nb = walk(false, b, MAX_VMAS);
+	ck_assert_uint_gt(na, 64);
+	ck_assert_uint_eq(na, nb);
+	for (size_t i = 0; i < na; i++) {
+		ck_assert_uint_eq(a[i].start, b[i].start);
+		ck_assert_uint_eq(a[i].end, b[i].end);
+	}
+	for (int i = 0; i < 64; i++)
+		munmap(blocks[i], (size_t)ps);
+}
+END_TEST
+
+START_TEST(walk_starts_mid_mapping)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, 4 * (size_t)ps, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct thp_target t = { .self = true, .pid = getpid(), .pidfd = -1 };
+	struct thp_vma_walk *w = malloc(sizeof(*w));
+	struct thp_vma v;
+
+	ck_assert_ptr_ne(p, MAP_FAILED);
+	for (int q = 0; q < 2; q++) {
+		ck_assert_int_eq(vma_walk_open(w, &t), 0);
+		w->use_query = q;
+		/* The covering mapping, not the next one. */
+		ck_assert_int_eq(vma_walk_next(w, (uintptr_t)p + (uint64_t)ps, &v), 1);
+		ck_assert_uint_le(v.start, (uintptr_t)p);
+		ck_assert_uint_ge(v.end, (uintptr_t)p + 4 * (uint64_t)ps);
+		vma_walk_close(w);
+	}
+	free(w);
+	munmap(p, 4 * (size_t)ps);
+}
+END_TEST
+
+START_TEST(maps_line_parser)
+{
+	static const char *const bad[] = {
+		"", "-", "zz-10 r", "10-", "10-20", "20-10 rw-p", "10-10 rw-p",
+		"10 20 rw-p", "10000000000000000-20000000000000000 rw-p", "10-20rw-p",
+	};
+	uint64_t s, e;
+	const char *good = "7f0000000000-7f0000201000 rw-p 00000000 00:00 0 ";
+
+	ck_assert_int_eq(maps_parse_line(good, strlen(good), &s, &e), 0);
+	ck_assert_uint_eq(s, 0x7f0000000000ULL);
+	ck_assert_uint_eq(e, 0x7f0000201000ULL);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(maps_parse_line(bad[i], strlen(bad[i]), &s, &e) == -EINVAL,
+			      "accepted \"%s\"", bad[i]);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("vma_walk");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, query_and_text_agree);
+	tcase_add_test(tc, walk_starts_mid_mapping);
+	tcase_add_test(tc, maps_line_parser);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
