@@ -75,7 +75,8 @@ static int apply_piece(const struct apply_ctx *ctx, uint64_t start, uint64_t len
 
 /*
  * ENOMEM means "unmapped" to madvise() but also "no huge page" to
- * MADV_COLLAPSE: look again before calling it a gap.
+ * MADV_COLLAPSE: for collapse, look again before calling it a gap.  (For
+ * the other advice a second look would race with concurrent mmap().)
  */
 static bool still_mapped(const struct thp_target *t, uint64_t addr)
 {
@@ -131,7 +132,7 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t start, uint64_t en
 		piece_end = v.end < end ? v.end : end;
 		r = apply_piece(ctx, cur, piece_end - cur, &done);
 		o->advised += done;
-		if (r == -ENOMEM && !still_mapped(ctx->t, cur + done)) {
+		if (r == -ENOMEM && (ctx->advice != MADV_COLLAPSE || !still_mapped(ctx->t, cur + done))) {
 			/* The mapping went away under us: it is a gap now. */
 			o->unmapped += piece_end - cur - done;
 			if (!gaps_ok && !o->error) {
