@@ -261,19 +261,10 @@ THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
 
 	report_clear_detail();
 	err = opts_check(opts, sizeof(*opts), THP_APPLY_OPTS_SIZE_VER0);
-	if (err) {
-		report_set_detail(err == -E2BIG ? "options struct has non-zero bytes this library does not know"
-						: "options struct is NULL or smaller than version 0");
+	if (!err)
+		err = validate_flags_backend(opts->flags, APPLY_FLAGS, opts->backend);
+	if (err)
 		return ret_errno(err);
-	}
-	if (opts->flags & ~APPLY_FLAGS) {
-		report_set_detail("unknown flags 0x%x", opts->flags & ~APPLY_FLAGS);
-		return ret_errno(-EINVAL);
-	}
-	if (opts->backend >= THP_BACKEND_COUNT) {
-		report_set_detail("unknown backend %u", opts->backend);
-		return ret_errno(-EINVAL);
-	}
 	err = validate_advice(opts->advice);
 	if (err)
 		return ret_errno(err);

@@ -140,16 +140,10 @@ THP_API int thp_apply_all(struct thp_apply_all_opts *opts)
 
 	report_clear_detail();
 	err = opts_check(opts, sizeof(*opts), THP_APPLY_ALL_OPTS_SIZE_VER0);
+	if (!err)
+		err = validate_flags_backend(opts->flags, ALL_FLAGS, opts->backend);
 	if (err)
 		return ret_errno(err);
-	if (opts->flags & ~ALL_FLAGS) {
-		report_set_detail("unknown flags 0x%x", opts->flags & ~ALL_FLAGS);
-		return ret_errno(-EINVAL);
-	}
-	if (opts->backend >= THP_BACKEND_COUNT) {
-		report_set_detail("unknown backend %u", opts->backend);
-		return ret_errno(-EINVAL);
-	}
 	if (opts->failures_cap && !opts->failures) {
 		report_set_detail("failures is NULL but failures_cap is %zu", opts->failures_cap);
 		return ret_errno(-EINVAL);

@@ -194,17 +194,7 @@ static int validate_default_opts(struct thp_default_opts *o)
 {
 	int err = opts_check(o, sizeof(*o), THP_DEFAULT_OPTS_SIZE_VER0);
 
-	if (err)
-		return err;
-	if (o->flags & ~DEFAULT_FLAGS) {
-		report_set_detail("unknown flags 0x%x", o->flags & ~DEFAULT_FLAGS);
-		return -EINVAL;
-	}
-	if (o->backend >= THP_BACKEND_COUNT) {
-		report_set_detail("unknown backend %u", o->backend);
-		return -EINVAL;
-	}
-	return 0;
+	return err ? err : validate_flags_backend(o->flags, DEFAULT_FLAGS, o->backend);
 }
 
 THP_API int thp_set_default(struct thp_default_opts *o)
@@ -284,18 +274,12 @@ static int get_remote(struct thp_default_opts *o, const struct thp_target *t)
 {
 	char path[64], buf[4096];
 	const char *p;
-	int fd;
 	long n;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)t->pid);
-	fd = sys_open(path, O_RDONLY);
-	if (fd < 0)
-		return fd == -ENOENT ? -ESRCH : fd;
-	n = sys_read(fd, buf, sizeof(buf) - 1);
-	sys_close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
+	n = sys_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : (int)n;
 	p = strstr(buf, "\nTHP_enabled:");
 	if (!p) {
 		report_set_detail("this kernel's /proc/PID/status has no THP_enabled line");

@@ -71,6 +71,8 @@ int target_alive(const struct thp_target *t);
 /* ---- validate.c: request checks done before any system call ---- */
 
 int validate_advice(int advice);
+/* Flags within @allowed and a known backend id.  0 or -EINVAL. */
+int validate_flags_backend(uint32_t flags, uint32_t allowed, uint32_t backend);
 int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size);
 /* Page-rounded length of a validated range. */
 uint64_t range_len(const struct thp_range *r, size_t page_size);

@@ -9,14 +9,22 @@ int opts_check(const void *opts, size_t known, size_t ver0)
 	const unsigned char *p = opts;
 	size_t sz;
 
-	if (!opts)
+	if (!opts) {
+		report_set_detail("options struct pointer is NULL");
 		return -EINVAL;
+	}
 	sz = *(const size_t *)opts;
-	if (sz < ver0)
+	if (sz < ver0) {
+		report_set_detail("options struct size %zu is below the first version (%zu)", sz, ver0);
 		return -EINVAL;
+	}
 	/* A newer caller may only be ignored where it left the bytes zero. */
-	for (size_t i = known; i < sz; i++)
-		if (p[i])
+	for (size_t i = known; i < sz; i++) {
+		if (p[i]) {
+			report_set_detail("options struct byte %zu is set, but this library knows "
+					  "only %zu bytes", i, known);
 			return -E2BIG;
+		}
+	}
 	return 0;
 }

@@ -44,17 +44,8 @@ static int probe_pidfd_self(void)
 static uint64_t read_u64_file(const char *path)
 {
 	char buf[64];
-	int fd = sys_open(path, O_RDONLY);
-	long n;
 
-	if (fd < 0)
-		return 0;
-	n = sys_read(fd, buf, sizeof(buf) - 1);
-	sys_close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	return strtoull(buf, NULL, 10);
+	return sys_read_file(path, buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
 }
 
 static bool probe_procmap_query(void)
@@ -107,17 +98,9 @@ static void probe_thp_disable(void)
 static bool probe_status_thp_enabled(void)
 {
 	char buf[4096];
-	int fd = sys_open("/proc/self/status", O_RDONLY);
-	long n;
 
-	if (fd < 0)
-		return false;
-	n = sys_read(fd, buf, sizeof(buf) - 1);
-	sys_close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	return strstr(buf, "\nTHP_enabled:") != NULL;
+	return sys_read_file("/proc/self/status", buf, sizeof(buf)) > 0 &&
+	       strstr(buf, "\nTHP_enabled:") != NULL;
 }
 
 static void caps_init(void)
@@ -166,16 +149,9 @@ const struct thp_caps *caps_get(void)
 unsigned int caps_sysfs_mode(void)
 {
 	char buf[128];
-	int fd = sys_open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY);
-	long n;
 
-	if (fd < 0)
+	if (sys_read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf)) <= 0)
 		return THP_MODE_UNKNOWN;
-	n = sys_read(fd, buf, sizeof(buf) - 1);
-	sys_close(fd);
-	if (n <= 0)
-		return THP_MODE_UNKNOWN;
-	buf[n] = 0;
 	if (strstr(buf, "[always]"))
 		return THP_MODE_ALWAYS;
 	if (strstr(buf, "[madvise]"))

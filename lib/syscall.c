@@ -94,3 +94,18 @@ int sys_munmap(void *addr, size_t len)
 {
 	return (int)SYSRET(munmap(addr, len));
 }
+
+long sys_read_file(const char *path, char *buf, size_t len)
+{
+	int fd = sys_open(path, O_RDONLY);
+	long n;
+
+	if (fd < 0)
+		return fd;
+	n = sys_read(fd, buf, len - 1);
+	sys_close(fd);
+	if (n < 0)
+		return n;
+	buf[n] = 0;
+	return n;
+}

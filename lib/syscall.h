@@ -23,6 +23,8 @@ int sys_close(int fd);
 long sys_ioctl(int fd, unsigned long req, void *arg);
 long sys_read(int fd, void *buf, size_t len);
 long sys_pread(int fd, void *buf, size_t len, off_t off);
+/* Read up to len-1 bytes of a small file and NUL-terminate: length or -errno. */
+long sys_read_file(const char *path, char *buf, size_t len);
 void *sys_mmap_anon(size_t len, int prot);
 int sys_munmap(void *addr, size_t len);
 

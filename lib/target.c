@@ -16,18 +16,14 @@ static int pidfd_to_pid(int pidfd, pid_t *pid)
 {
 	char path[64], buf[1024];
 	char *line;
-	int fd;
 	long n;
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-	fd = sys_open(path, O_RDONLY);
-	if (fd < 0)
-		return fd == -ENOENT ? -EBADF : fd;
-	n = sys_read(fd, buf, sizeof(buf) - 1);
-	sys_close(fd);
-	if (n <= 0)
+	n = sys_read_file(path, buf, sizeof(buf));
+	if (n == -ENOENT || n == 0)
 		return -EBADF;
-	buf[n] = 0;
+	if (n < 0)
+		return (int)n;
 	line = strstr(buf, "\nPid:");
 	if (!line)
 		return -EBADF; /* an open fd, but not a pidfd */

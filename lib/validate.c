@@ -59,3 +59,16 @@ int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size)
 	}
 	return 0;
 }
+
+int validate_flags_backend(uint32_t flags, uint32_t allowed, uint32_t backend)
+{
+	if (flags & ~allowed) {
+		report_set_detail("unknown flags 0x%x", flags & ~allowed);
+		return -EINVAL;
+	}
+	if (backend >= THP_BACKEND_COUNT) {
+		report_set_detail("unknown backend %u", backend);
+		return -EINVAL;
+	}
+	return 0;
+}
