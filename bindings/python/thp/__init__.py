@@ -1,0 +1,559 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""ctypes binding for libthp: per-process transparent huge page policy.
+
+The library is loaded from the path in the ``THP_LIBRARY`` environment
+variable when set, otherwise from ``ctypes.util.find_library('thp')`` and
+finally ``libthp.so.0``.  Every failing call raises :class:`ThpError`.
+"""
+
+import ctypes
+import ctypes.util
+import enum
+import errno as _errno
+import os
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+__all__ = [
+    "Advice", "Policy", "Backend", "SysfsMode",
+    "HUGE", "NOHUGE", "COLLAPSE",
+    "SELF", "MAX_RANGES",
+    "ThpError", "Report", "ApplyResult", "ApplyAllResult", "DefaultState",
+    "ProbeInfo", "MappingState",
+    "apply_ranges", "apply_all", "set_default", "get_default", "probe",
+    "query", "version", "backend_name", "policy_name", "strerror",
+]
+
+
+# ---------------------------------------------------------------- constants
+
+class Advice(enum.IntEnum):
+    """enum thp_advice (the kernel's MADV_* values)."""
+    HUGE = 14
+    NOHUGE = 15
+    COLLAPSE = 25
+
+
+HUGE = Advice.HUGE
+NOHUGE = Advice.NOHUGE
+COLLAPSE = Advice.COLLAPSE
+
+
+class Backend(enum.IntEnum):
+    """enum thp_backend."""
+    AUTO = 0
+    PMADV = 1
+    PROCESS_MADVISE = 2
+    MADVISE = 3
+    PRCTL_POLICY = 4
+    PRCTL_DISABLE = 5
+    EXISTING_ONLY = 6
+    PRELOAD = 7
+
+
+class Policy(enum.IntEnum):
+    """enum thp_policy: process-wide default THP policy."""
+    SYSTEM = 0
+    HUGE = 1
+    NOHUGE = 2
+    NEVER = 3
+
+
+class SysfsMode(enum.IntEnum):
+    """enum thp_sysfs_mode: /sys/kernel/mm/transparent_hugepage/enabled."""
+    ALWAYS = 0
+    MADVISE = 1
+    NEVER = 2
+    UNKNOWN = 3
+
+
+SELF = 0
+MAX_RANGES = 1 << 20
+
+_F_SKIP_ERRORS = 1 << 0
+_F_NO_ERROR_ON_UNMAPPED = 1 << 1
+_DEFAULT_F_REQUIRE_PERSISTENT = 1 << 0
+_DEFAULT_F_NO_EXISTING = 1 << 1
+
+
+def _enum_or_int(cls, value):
+    try:
+        return cls(value)
+    except ValueError:
+        return value
+
+
+# ------------------------------------------------------------ C structures
+
+class _Range(ctypes.Structure):
+    _fields_ = [("addr", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+
+class _Report(ctypes.Structure):
+    _fields_ = [
+        ("addr", ctypes.c_uint64),
+        ("len", ctypes.c_uint64),
+        ("bytes_advised", ctypes.c_uint64),
+        ("bytes_unmapped", ctypes.c_uint64),
+        ("fail_addr", ctypes.c_uint64),
+        ("error", ctypes.c_int32),
+        ("backend", ctypes.c_uint32),
+        ("attempted", ctypes.c_uint32),
+        ("reserved0", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint64 * 2),
+    ]
+
+
+class _ApplyOpts(ctypes.Structure):
+    _fields_ = [
+        ("sz", ctypes.c_size_t),
+        ("pidfd", ctypes.c_int),
+        ("advice", ctypes.c_int),
+        ("flags", ctypes.c_uint32),
+        ("backend", ctypes.c_uint32),
+        ("reports", ctypes.POINTER(_Report)),
+        ("backend_used", ctypes.c_uint32),
+        ("reserved0", ctypes.c_uint32),
+    ]
+
+
+class _ApplyAllOpts(ctypes.Structure):
+    _fields_ = [
+        ("sz", ctypes.c_size_t),
+        ("pidfd", ctypes.c_int),
+        ("advice", ctypes.c_int),
+        ("flags", ctypes.c_uint32),
+        ("backend", ctypes.c_uint32),
+        ("failures", ctypes.POINTER(_Report)),
+        ("failures_cap", ctypes.c_size_t),
+        ("failures_needed", ctypes.c_size_t),
+        ("mappings_seen", ctypes.c_uint64),
+        ("mappings_advised", ctypes.c_uint64),
+        ("mappings_skipped", ctypes.c_uint64),
+        ("bytes_advised", ctypes.c_uint64),
+        ("backend_used", ctypes.c_uint32),
+        ("reserved0", ctypes.c_uint32),
+    ]
+
+
+class _DefaultOpts(ctypes.Structure):
+    _fields_ = [
+        ("sz", ctypes.c_size_t),
+        ("pidfd", ctypes.c_int),
+        ("policy", ctypes.c_uint32),
+        ("flags", ctypes.c_uint32),
+        ("backend", ctypes.c_uint32),
+        ("prctl_set", ctypes.c_int),
+        ("prctl_get", ctypes.c_int),
+        ("backend_used", ctypes.c_uint32),
+        ("persistent", ctypes.c_bool),
+        ("reserved0", ctypes.c_uint8 * 3),
+        ("mappings_changed", ctypes.c_uint64),
+    ]
+
+
+class _ProbeInfo(ctypes.Structure):
+    _fields_ = [
+        ("sz", ctypes.c_size_t),
+        ("backends", ctypes.c_uint32),
+        ("thp_mode", ctypes.c_uint32),
+        ("pmd_size", ctypes.c_uint64),
+        ("pidfd_self", ctypes.c_int),
+        ("procmap_query", ctypes.c_bool),
+        ("pmadv_skip_errors", ctypes.c_bool),
+        ("pmadv_no_error_on_unmapped", ctypes.c_bool),
+        ("pmadv_set_default", ctypes.c_bool),
+        ("pmadv_entire_address_space", ctypes.c_bool),
+        ("process_madvise_self_huge", ctypes.c_bool),
+        ("thp_disable_except_advised", ctypes.c_bool),
+        ("madvise_collapse", ctypes.c_bool),
+    ]
+
+
+class _MappingState(ctypes.Structure):
+    _fields_ = [
+        ("start", ctypes.c_uint64),
+        ("end", ctypes.c_uint64),
+        ("advised_huge", ctypes.c_bool),
+        ("advised_nohuge", ctypes.c_bool),
+        ("thp_eligible", ctypes.c_bool),
+        ("anonymous", ctypes.c_bool),
+        ("reserved0", ctypes.c_uint32),
+        ("anon_huge_bytes", ctypes.c_uint64),
+        ("rss_bytes", ctypes.c_uint64),
+        ("name", ctypes.c_char * 64),
+    ]
+
+
+class _QueryOpts(ctypes.Structure):
+    _fields_ = [
+        ("sz", ctypes.c_size_t),
+        ("pidfd", ctypes.c_int),
+        ("flags", ctypes.c_uint32),
+        ("addr", ctypes.c_uint64),
+        ("len", ctypes.c_uint64),
+        ("states", ctypes.POINTER(_MappingState)),
+        ("states_cap", ctypes.c_size_t),
+        ("states_needed", ctypes.c_size_t),
+    ]
+
+
+# Sizes on LP64 (x86_64, aarch64, ...): the layout must match thp.h exactly.
+_EXPECTED_SIZES = {
+    _Range: 16,
+    _Report: 72,
+    _ApplyOpts: 40,
+    _ApplyAllOpts: 88,
+    _DefaultOpts: 48,
+    _ProbeInfo: 40,
+    _MappingState: 104,
+    _QueryOpts: 56,
+}
+for _cls, _size in _EXPECTED_SIZES.items():
+    assert ctypes.sizeof(_cls) == _size, (
+        "%s is %d bytes, expected %d" % (_cls.__name__, ctypes.sizeof(_cls), _size))
+
+
+# ----------------------------------------------------------------- loading
+
+def _load():
+    path = os.environ.get("THP_LIBRARY")
+    if not path:
+        path = ctypes.util.find_library("thp") or "libthp.so.0"
+    return ctypes.CDLL(path)
+
+
+_lib = _load()
+
+
+def _fn(name, restype, argtypes):
+    f = getattr(_lib, name)
+    f.restype = restype
+    f.argtypes = argtypes
+    return f
+
+
+_thp_apply_ranges = _fn("thp_apply_ranges", ctypes.c_int,
+                        [ctypes.POINTER(_Range), ctypes.c_size_t,
+                         ctypes.POINTER(_ApplyOpts)])
+_thp_apply_all = _fn("thp_apply_all", ctypes.c_int, [ctypes.POINTER(_ApplyAllOpts)])
+_thp_set_default = _fn("thp_set_default", ctypes.c_int, [ctypes.POINTER(_DefaultOpts)])
+_thp_get_default = _fn("thp_get_default", ctypes.c_int, [ctypes.POINTER(_DefaultOpts)])
+_thp_probe = _fn("thp_probe", ctypes.c_int, [ctypes.POINTER(_ProbeInfo)])
+_thp_query = _fn("thp_query", ctypes.c_int, [ctypes.POINTER(_QueryOpts)])
+_thp_backend_name = _fn("thp_backend_name", ctypes.c_char_p, [ctypes.c_uint])
+_thp_policy_name = _fn("thp_policy_name", ctypes.c_char_p, [ctypes.c_uint])
+_thp_strerror = _fn("thp_strerror", ctypes.c_char_p, [ctypes.c_int])
+_thp_strerror_detail = _fn("thp_strerror_detail", ctypes.c_char_p, [])
+_thp_report_format = _fn("thp_report_format", ctypes.c_int,
+                         [ctypes.POINTER(_Report), ctypes.c_char_p, ctypes.c_size_t])
+_thp_version = _fn("thp_version", ctypes.c_char_p, [])
+
+
+def _s(b):
+    return b.decode("utf-8", "replace") if b is not None else ""
+
+
+# ------------------------------------------------------------ result types
+
+@dataclass
+class Report:
+    """One struct thp_report: what happened to one range or mapping."""
+    addr: int
+    len: int
+    bytes_advised: int
+    bytes_unmapped: int
+    fail_addr: int
+    error: int
+    backend: Backend
+    attempted: bool
+    line: str = ""
+
+    @classmethod
+    def _from_c(cls, r):
+        buf = ctypes.create_string_buffer(256)
+        _thp_report_format(ctypes.byref(r), buf, len(buf))
+        return cls(addr=r.addr, len=r.len, bytes_advised=r.bytes_advised,
+                   bytes_unmapped=r.bytes_unmapped, fail_addr=r.fail_addr,
+                   error=r.error, backend=_enum_or_int(Backend, r.backend),
+                   attempted=bool(r.attempted), line=_s(buf.value))
+
+    def __str__(self):
+        return self.line or repr(self)
+
+
+@dataclass
+class ApplyResult:
+    """Result of apply_ranges()."""
+    count: int
+    backend: Backend
+    reports: List[Report] = field(default_factory=list)
+
+
+@dataclass
+class ApplyAllResult:
+    """Result of apply_all(); failures lists the mappings that failed."""
+    count: int
+    backend: Backend
+    mappings_seen: int
+    mappings_advised: int
+    mappings_skipped: int
+    bytes_advised: int
+    failures_needed: int
+    failures: List[Report] = field(default_factory=list)
+
+
+@dataclass
+class DefaultState:
+    """Result of set_default() / get_default()."""
+    policy: Policy
+    backend: Backend
+    persistent: bool
+    mappings_changed: int = 0
+
+
+@dataclass
+class ProbeInfo:
+    """What the running kernel offers (struct thp_probe_info)."""
+    backends: List[Backend]
+    backends_mask: int
+    thp_mode: SysfsMode
+    pmd_size: int
+    pidfd_self: int
+    procmap_query: bool
+    pmadv_skip_errors: bool
+    pmadv_no_error_on_unmapped: bool
+    pmadv_set_default: bool
+    pmadv_entire_address_space: bool
+    process_madvise_self_huge: bool
+    thp_disable_except_advised: bool
+    madvise_collapse: bool
+
+
+@dataclass
+class MappingState:
+    """THP state of one mapping (struct thp_mapping_state)."""
+    start: int
+    end: int
+    advised_huge: bool
+    advised_nohuge: bool
+    thp_eligible: bool
+    anonymous: bool
+    anon_huge_bytes: int
+    rss_bytes: int
+    name: str
+
+
+class ThpError(OSError):
+    """A libthp call failed.
+
+    ``errno`` is the positive errno, ``strerror`` comes from thp_strerror(),
+    ``detail`` from thp_strerror_detail() and ``reports`` holds the per-range
+    (or per-failed-mapping) reports when the call produces them.
+    """
+
+    def __init__(self, err, func="", detail="", reports=None):
+        err = abs(err)
+        super().__init__(err, _s(_thp_strerror(-err)))
+        self.func = func
+        self.detail = detail
+        self.reports = reports if reports is not None else []
+
+    def __str__(self):
+        s = "[Errno %d] %s" % (self.errno, self.strerror)
+        if self.func:
+            s = "%s: %s" % (self.func, s)
+        if self.detail:
+            s += " (%s)" % self.detail
+        return s
+
+
+def _check(ret, func, reports=None):
+    if ret < 0:
+        detail = _s(_thp_strerror_detail())
+        raise ThpError(-ret, func, detail, reports)
+    return ret
+
+
+def _pidfd(pidfd):
+    if pidfd is None:
+        return SELF
+    if hasattr(pidfd, "fileno"):
+        return pidfd.fileno()
+    return int(pidfd)
+
+
+def _backend(backend):
+    return Backend.AUTO if backend is None else int(backend)
+
+
+# -------------------------------------------------------------------- API
+
+def _range_of(item):
+    """(address, length) of a range: a tuple or a writable buffer object."""
+    if isinstance(item, tuple):
+        addr, length = item
+        return int(addr), int(length)
+    try:
+        mv = memoryview(item)
+    except TypeError:
+        raise TypeError("range must be an (address, length) tuple or a "
+                        "buffer object, not %r" % type(item).__name__) from None
+    with mv:
+        length = mv.nbytes
+        if length == 0:
+            return 0, 0
+        if mv.readonly:
+            raise TypeError("read-only buffers are not supported; pass "
+                            "(address, length) instead")
+        if not mv.c_contiguous:
+            raise TypeError("buffer must be contiguous")
+        c = ctypes.c_char.from_buffer(mv)
+        addr = ctypes.addressof(c)
+        del c
+    return addr, length
+
+
+def apply_ranges(ranges, advice, skip_errors=False, no_error_on_unmapped=False,
+                 pidfd=None, backend=None):
+    """Apply THP advice to ranges of one process (thp_apply_ranges()).
+
+    ``ranges`` is an iterable of (address, length) tuples and/or writable
+    buffer objects (mmap.mmap, bytearray, memoryview slices of them).
+    Returns an ApplyResult; raises ThpError (with ``.reports``) on failure.
+    """
+    pairs = [_range_of(r) for r in ranges]
+    n = len(pairs)
+    c_ranges = (_Range * max(n, 1))()
+    for i, (addr, length) in enumerate(pairs):
+        c_ranges[i].addr = addr
+        c_ranges[i].len = length
+    c_reports = (_Report * max(n, 1))()
+    flags = 0
+    if skip_errors:
+        flags |= _F_SKIP_ERRORS
+    if no_error_on_unmapped:
+        flags |= _F_NO_ERROR_ON_UNMAPPED
+    opts = _ApplyOpts(sz=ctypes.sizeof(_ApplyOpts), pidfd=_pidfd(pidfd),
+                      advice=int(advice), flags=flags, backend=_backend(backend),
+                      reports=ctypes.cast(c_reports, ctypes.POINTER(_Report)))
+    ret = _thp_apply_ranges(c_ranges, n, ctypes.byref(opts))
+    reports = [Report._from_c(c_reports[i]) for i in range(n)]
+    _check(ret, "thp_apply_ranges", reports)
+    return ApplyResult(count=ret, backend=_enum_or_int(Backend, opts.backend_used),
+                       reports=reports)
+
+
+def apply_all(advice, skip_errors=False, pidfd=None, backend=None, max_failures=64):
+    """Apply THP advice to every mapping of one process (thp_apply_all()).
+
+    Up to ``max_failures`` failed mappings are reported.
+    """
+    cap = max(int(max_failures), 0)
+    c_fail = (_Report * max(cap, 1))()
+    opts = _ApplyAllOpts(sz=ctypes.sizeof(_ApplyAllOpts), pidfd=_pidfd(pidfd),
+                         advice=int(advice),
+                         flags=_F_SKIP_ERRORS if skip_errors else 0,
+                         backend=_backend(backend),
+                         failures=ctypes.cast(c_fail, ctypes.POINTER(_Report)),
+                         failures_cap=cap)
+    ret = _thp_apply_all(ctypes.byref(opts))
+    failures = [Report._from_c(c_fail[i])
+                for i in range(min(opts.failures_needed, cap))]
+    _check(ret, "thp_apply_all", failures)
+    return ApplyAllResult(count=ret,
+                          backend=_enum_or_int(Backend, opts.backend_used),
+                          mappings_seen=opts.mappings_seen,
+                          mappings_advised=opts.mappings_advised,
+                          mappings_skipped=opts.mappings_skipped,
+                          bytes_advised=opts.bytes_advised,
+                          failures_needed=opts.failures_needed,
+                          failures=failures)
+
+
+def set_default(policy, require_persistent=False, no_existing=False, backend=None):
+    """Set the default THP policy of the calling process (thp_set_default())."""
+    flags = 0
+    if require_persistent:
+        flags |= _DEFAULT_F_REQUIRE_PERSISTENT
+    if no_existing:
+        flags |= _DEFAULT_F_NO_EXISTING
+    opts = _DefaultOpts(sz=ctypes.sizeof(_DefaultOpts), pidfd=SELF,
+                        policy=int(policy), flags=flags, backend=_backend(backend))
+    _check(_thp_set_default(ctypes.byref(opts)), "thp_set_default")
+    return DefaultState(policy=_enum_or_int(Policy, opts.policy),
+                        backend=_enum_or_int(Backend, opts.backend_used),
+                        persistent=bool(opts.persistent),
+                        mappings_changed=opts.mappings_changed)
+
+
+def get_default(pidfd=None):
+    """Read the effective default policy of self or a pidfd (thp_get_default())."""
+    opts = _DefaultOpts(sz=ctypes.sizeof(_DefaultOpts), pidfd=_pidfd(pidfd))
+    _check(_thp_get_default(ctypes.byref(opts)), "thp_get_default")
+    return DefaultState(policy=_enum_or_int(Policy, opts.policy),
+                        backend=_enum_or_int(Backend, opts.backend_used),
+                        persistent=bool(opts.persistent))
+
+
+def probe():
+    """Report what the running kernel offers (thp_probe())."""
+    info = _ProbeInfo(sz=ctypes.sizeof(_ProbeInfo))
+    _check(_thp_probe(ctypes.byref(info)), "thp_probe")
+    backends = [b for b in Backend if info.backends & (1 << int(b))]
+    return ProbeInfo(
+        backends=backends, backends_mask=info.backends,
+        thp_mode=_enum_or_int(SysfsMode, info.thp_mode),
+        pmd_size=info.pmd_size, pidfd_self=info.pidfd_self,
+        procmap_query=info.procmap_query,
+        pmadv_skip_errors=info.pmadv_skip_errors,
+        pmadv_no_error_on_unmapped=info.pmadv_no_error_on_unmapped,
+        pmadv_set_default=info.pmadv_set_default,
+        pmadv_entire_address_space=info.pmadv_entire_address_space,
+        process_madvise_self_huge=info.process_madvise_self_huge,
+        thp_disable_except_advised=info.thp_disable_except_advised,
+        madvise_collapse=info.madvise_collapse)
+
+
+def query(addr=0, length=0, pidfd=None):
+    """THP state of the mappings overlapping [addr, addr+length) (all when
+    length is 0), from /proc/PID/smaps (thp_query())."""
+    cap = 0
+    while True:
+        states = (_MappingState * max(cap, 1))()
+        opts = _QueryOpts(sz=ctypes.sizeof(_QueryOpts), pidfd=_pidfd(pidfd),
+                          addr=int(addr), len=int(length),
+                          states=ctypes.cast(states, ctypes.POINTER(_MappingState)),
+                          states_cap=cap)
+        ret = _check(_thp_query(ctypes.byref(opts)), "thp_query")
+        if opts.states_needed <= cap:
+            break
+        # The address space may change between calls: leave some slack.
+        cap = opts.states_needed + 16
+    return [MappingState(start=s.start, end=s.end,
+                         advised_huge=s.advised_huge,
+                         advised_nohuge=s.advised_nohuge,
+                         thp_eligible=s.thp_eligible, anonymous=s.anonymous,
+                         anon_huge_bytes=s.anon_huge_bytes,
+                         rss_bytes=s.rss_bytes, name=_s(s.name))
+            for s in states[:ret]]
+
+
+def version():
+    """Library version as "MAJOR.MINOR.PATCH"."""
+    return _s(_thp_version())
+
+
+def backend_name(backend):
+    """Name of a backend ("pmadv", "madvise", ...)."""
+    return _s(_thp_backend_name(int(backend)))
+
+
+def policy_name(policy):
+    """Name of a policy ("system", "huge", "nohuge", "never")."""
+    return _s(_thp_policy_name(int(policy)))
+
+
+def strerror(err):
+    """libthp message for an errno (positive or negative)."""
+    return _s(_thp_strerror(int(err)))
