@@ -16,7 +16,7 @@
 #include "internal.h"
 #include "syscall.h"
 
-#define IOV_BATCH 256
+#define IOV_BATCH 1024
 
 static const struct thp_backend_ops *const range_backends[] = {
 	&backend_pmadv_ops,
@@ -84,7 +84,7 @@ static bool still_mapped(const struct thp_target *t, uint64_t addr)
 	struct thp_vma v;
 	int r;
 
-	if (vma_walk_open(&w, t))
+	if (vma_walk_open(&w, t, false))
 		return false;
 	r = vma_walk_next(&w, addr, &v);
 	vma_walk_close(&w);
@@ -105,7 +105,7 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t start, uint64_t en
 	uint64_t cur = start;
 	int err;
 
-	err = vma_walk_open(&w, ctx->t);
+	err = vma_walk_open(&w, ctx->t, false);
 	if (err)
 		return err;
 	while (cur < end) {

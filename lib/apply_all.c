@@ -97,7 +97,7 @@ static int walk_all(const struct apply_ctx *ctx, struct all_state *s, bool count
 	size_t n = 0;
 	int err, r;
 
-	err = vma_walk_open(&w, ctx->t);
+	err = vma_walk_open(&w, ctx->t, true);
 	if (err)
 		return err;
 	for (;;) {

@@ -55,7 +55,7 @@ unsigned int caps_sysfs_mode(void);
 
 struct thp_target {
 	bool self;
-	pid_t pid;
+	pid_t pid;        /* 0 for self: /proc/self is used */
 	int pidfd;        /* usable with process_madvise(), -1 if none */
 	bool owns_pidfd;  /* we opened it and must close it */
 };
@@ -128,14 +128,19 @@ struct thp_vma_walk {
 	int fd;               /* /proc/PID/maps */
 	bool use_query;       /* PROCMAP_QUERY, else text parse */
 	/* text-parse state */
-	char buf[4096];
+	char buf[8192];
 	size_t len, pos;
 	off_t off;
 	bool eof;
 	uint64_t last_end;
 };
 
-int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t);
+/*
+ * @full: the caller will walk every mapping in order.  Parsing the maps
+ * text is cheaper per mapping than one PROCMAP_QUERY ioctl each (measured:
+ * doc/performance.md), while the ioctl wins for a few point look-ups.
+ */
+int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t, bool full);
 /*
  * Next mapping that ends above @addr (the one covering it or the next one).
  * Returns 1 and fills @v, 0 at the end, -errno on failure.  Text mode only

@@ -41,8 +41,9 @@ int target_open(int pidfd, struct thp_target *t)
 	memset(t, 0, sizeof(*t));
 	t->pidfd = -1;
 	if (pidfd == THP_SELF) {
+		/* No getpid() here: it is a system call, and self needs no pid. */
 		t->self = true;
-		t->pid = getpid();
+		t->pid = 0;
 		if (c->pidfd_self) {
 			t->pidfd = c->pidfd_self;
 		}
@@ -71,7 +72,7 @@ int target_need_pidfd(struct thp_target *t)
 
 	if (t->pidfd != -1)
 		return 0;
-	fd = sys_pidfd_open(t->pid, 0);
+	fd = sys_pidfd_open(t->self ? getpid() : t->pid, 0);
 	if (fd < 0)
 		return fd;
 	t->pidfd = fd;

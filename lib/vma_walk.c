@@ -50,7 +50,7 @@ int maps_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end
 	return 0;
 }
 
-int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t)
+int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t, bool full)
 {
 	char path[64];
 
@@ -66,7 +66,7 @@ int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t)
 		report_set_detail("cannot open %s: %s", path, strerror(-err));
 		return err == -ENOENT ? (t->self ? -ENOENT : -ESRCH) : err;
 	}
-	w->use_query = caps_get()->procmap_query;
+	w->use_query = !full && caps_get()->procmap_query;
 	return 0;
 }
 

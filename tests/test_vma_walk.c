@@ -25,7 +25,7 @@ static size_t walk(bool use_query, struct thp_vma *out, size_t cap)
 	int r;
 
 	ck_assert_ptr_nonnull(w);
-	ck_assert_int_eq(vma_walk_open(w, &t), 0);
+	ck_assert_int_eq(vma_walk_open(w, &t, false), 0);
 	w->use_query = use_query;
 	while ((r = vma_walk_next(w, addr, &v)) == 1) {
 		ck_assert_uint_gt(v.end, v.start);
@@ -78,7 +78,7 @@ START_TEST(walk_starts_mid_mapping)
 
 	ck_assert_ptr_ne(p, MAP_FAILED);
 	for (int q = 0; q < 2; q++) {
-		ck_assert_int_eq(vma_walk_open(w, &t), 0);
+		ck_assert_int_eq(vma_walk_open(w, &t, false), 0);
 		w->use_query = q;
 		/* The covering mapping, not the next one. */
 		ck_assert_int_eq(vma_walk_next(w, (uintptr_t)p + (uint64_t)ps, &v), 1);

@@ -1,0 +1,816 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * thp_bench: libthp against the raw kernel interfaces it wraps.
+ *
+ *   thp_bench [apply] [all] [vma] [effect]     (default: all four)
+ *
+ * apply  - thp_apply_ranges() vs raw process_madvise() / madvise() loop
+ * all    - thp_apply_all() vs one raw madvise(0, TASK_SIZE); COLLAPSE with
+ *          1% failing mappings
+ * vma    - PROCMAP_QUERY ioctl walk vs /proc/self/maps text parsing
+ * effect - random reads over 1 GiB, NOHUGE vs HUGE
+ *
+ * Every timing is CLOCK_MONOTONIC; tables give median/min/max over REPS
+ * runs and ratios libthp / raw from the same run.  Needs root only to raise
+ * vm.max_map_count (restored at exit, also on SIGINT/SIGTERM).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/types.h>
+
+#include <thp/thp.h>
+
+#define REPS 15
+#define MIB (1024UL * 1024UL)
+#define PMD (2 * MIB)
+
+#ifndef MADV_HUGEPAGE
+#define MADV_HUGEPAGE 14
+#endif
+#ifndef MADV_NOHUGEPAGE
+#define MADV_NOHUGEPAGE 15
+#endif
+#ifndef __NR_process_madvise
+#define __NR_process_madvise 440
+#endif
+#ifndef __NR_pidfd_open
+#define __NR_pidfd_open 434
+#endif
+
+/* PROCMAP_QUERY (6.11), as in lib/compat.h; own name to avoid header clashes. */
+struct bench_procmap_query {
+	__u64 size;
+	__u64 query_flags;
+	__u64 query_addr;
+	__u64 vma_start;
+	__u64 vma_end;
+	__u64 vma_flags;
+	__u64 vma_page_size;
+	__u64 vma_offset;
+	__u64 inode;
+	__u32 dev_major;
+	__u32 dev_minor;
+	__u32 vma_name_size;
+	__u32 build_id_size;
+	__u64 vma_name_addr;
+	__u64 build_id_addr;
+};
+#define BENCH_PROCMAP_QUERY _IOWR('f', 17, struct bench_procmap_query)
+#define BENCH_QUERY_COVERING_OR_NEXT_VMA 0x10
+
+/* ---------------------------------------------------------------- utils */
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct stat3 {
+	double med, min, max;
+};
+
+static struct stat3 stats(const double *v, size_t n)
+{
+	double s[64];
+	struct stat3 r;
+
+	if (n > 64)
+		n = 64;
+	memcpy(s, v, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), cmp_double);
+	r.min = s[0];
+	r.max = s[n - 1];
+	r.med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	return r;
+}
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+/* ------------------------------------------------ vm.max_map_count guard */
+
+static const char map_count_path[] = "/proc/sys/vm/max_map_count";
+static char orig_map_count[32];
+static size_t orig_map_count_len;
+static volatile sig_atomic_t map_count_raised;
+
+static void restore_map_count(void)
+{
+	int fd;
+
+	if (!map_count_raised)
+		return;
+	fd = open(map_count_path, O_WRONLY);
+	if (fd >= 0) {
+		if (write(fd, orig_map_count, orig_map_count_len) > 0)
+			map_count_raised = 0;
+		close(fd);
+	}
+}
+
+static void on_signal(int sig)
+{
+	restore_map_count();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static long read_map_count(void)
+{
+	char buf[32];
+	ssize_t n;
+	int fd = open(map_count_path, O_RDONLY);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return strtol(buf, NULL, 10);
+}
+
+static void ensure_map_count(long need)
+{
+	char buf[32];
+	long cur = read_map_count();
+	int fd, len;
+
+	if (cur < 0 || cur >= need)
+		return;
+	if (!orig_map_count_len) {
+		fd = open(map_count_path, O_RDONLY);
+		if (fd >= 0) {
+			ssize_t n = read(fd, orig_map_count, sizeof(orig_map_count) - 1);
+
+			close(fd);
+			if (n > 0)
+				orig_map_count_len = (size_t)n;
+		}
+		if (!orig_map_count_len)
+			return;
+		atexit(restore_map_count);
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
+	}
+	fd = open(map_count_path, O_WRONLY);
+	if (fd < 0) {
+		fprintf(stderr, "warning: cannot raise vm.max_map_count: %s\n", strerror(errno));
+		return;
+	}
+	len = snprintf(buf, sizeof(buf), "200000\n");
+	map_count_raised = 1;
+	if (write(fd, buf, (size_t)len) != len) {
+		map_count_raised = 0;
+		fprintf(stderr, "warning: cannot raise vm.max_map_count: %s\n", strerror(errno));
+	}
+	close(fd);
+}
+
+/* ------------------------------------------------------- raw interfaces */
+
+static int raw_pidfd = -1;
+
+static int get_raw_pidfd(void)
+{
+	struct iovec iov;
+	void *p;
+
+	if (raw_pidfd != -1)
+		return raw_pidfd;
+	/* PIDFD_SELF (process) if the kernel takes it, else a real pidfd. */
+	p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		die("mmap");
+	iov.iov_base = p;
+	iov.iov_len = 4096;
+	if (syscall(__NR_process_madvise, -10001, &iov, 1, MADV_HUGEPAGE, 0) == 4096) {
+		raw_pidfd = -10001;
+	} else {
+		raw_pidfd = (int)syscall(__NR_pidfd_open, getpid(), 0);
+		if (raw_pidfd < 0)
+			die("pidfd_open");
+	}
+	munmap(p, 4096);
+	return raw_pidfd;
+}
+
+static void raw_process_madvise(const struct iovec *iov, size_t n, int advice)
+{
+	long r = syscall(__NR_process_madvise, get_raw_pidfd(), iov, n, advice, 0);
+
+	if (r < 0)
+		die("process_madvise");
+}
+
+static void raw_madvise_loop(const struct iovec *iov, size_t n, int advice)
+{
+	for (size_t i = 0; i < n; i++)
+		if (madvise(iov[i].iov_base, iov[i].iov_len, advice))
+			die("madvise");
+}
+
+/* ------------------------------------------------- 1: thp_apply_ranges */
+
+#define RANGE_LEN MIB       /* per mapping, at a 2 MiB-aligned start */
+#define RANGE_STRIDE (4 * MIB) /* leaves an unmapped guard gap */
+
+static char *map_ranges(size_t n, struct thp_range *r, struct iovec *iov)
+{
+	size_t total = n * RANGE_STRIDE + PMD;
+	char *res = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	char *base;
+
+	if (res == MAP_FAILED)
+		die("mmap reserve");
+	base = (char *)(((uintptr_t)res + PMD - 1) & ~(uintptr_t)(PMD - 1));
+	munmap(res, total);
+	for (size_t i = 0; i < n; i++) {
+		char *a = base + i * RANGE_STRIDE;
+		void *p = mmap(a, RANGE_LEN, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+
+		if (p != a)
+			die("mmap range");
+		r[i].addr = (uint64_t)(uintptr_t)a;
+		r[i].len = RANGE_LEN;
+		iov[i].iov_base = a;
+		iov[i].iov_len = RANGE_LEN;
+	}
+	return base;
+}
+
+static void unmap_ranges(size_t n, const struct iovec *iov)
+{
+	for (size_t i = 0; i < n; i++)
+		munmap(iov[i].iov_base, iov[i].iov_len);
+}
+
+static void print_row(const char *label, size_t n, const char *unit_label,
+		      const double *lib, const double *raw, size_t reps, double scale)
+{
+	double ratio[64];
+	struct stat3 l, r, q;
+
+	for (size_t i = 0; i < reps; i++)
+		ratio[i] = lib[i] / raw[i];
+	l = stats(lib, reps);
+	r = stats(raw, reps);
+	q = stats(ratio, reps);
+	printf("| %-16s | %6zu | %9.2f / %9.2f / %9.2f | %9.2f / %9.2f / %9.2f | %5.3f (%5.3f..%5.3f) |%s\n",
+	       label, n, l.med / scale, l.min / scale, l.max / scale,
+	       r.med / scale, r.min / scale, r.max / scale, q.med, q.min, q.max,
+	       unit_label);
+}
+
+static void bench_apply(void)
+{
+	static const size_t counts[] = { 1, 16, 256, 1024 };
+	static struct thp_range ranges[1024];
+	static struct iovec iov[1024];
+	static struct thp_report reports[1024];
+
+	printf("\n## 1. thp_apply_ranges() vs raw, %d reps, %lu KiB mappings at 2 MiB-aligned starts, 4 MiB stride\n\n",
+	       REPS, RANGE_LEN / 1024);
+	printf("Times in microseconds per call (each sample = mean of 4..2000 back-to-back calls, every call flipping HUGE/NOHUGE), median / min / max; ratio = libthp / raw of the same rep (median (min..max)).\n\n");
+	printf("| backend          | ranges | libthp med / min / max (us)       | raw med / min / max (us)          | ratio                 |\n");
+	printf("|------------------|-------:|-----------------------------------|-----------------------------------|-----------------------|\n");
+	for (unsigned int be = THP_BACKEND_PROCESS_MADVISE; be <= THP_BACKEND_MADVISE; be++) {
+		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+			size_t n = counts[c];
+			double lib[REPS], raw[REPS];
+			int state = THP_ADVICE_NOHUGE;
+			/* Each sample times `inner` calls (>= ~1 ms) to beat timer noise. */
+			int inner = n == 1 ? 2000 : n == 16 ? 200 : n == 256 ? 16 : 4;
+
+			map_ranges(n, ranges, iov);
+			/* The mappings start with no advice: bring them to NOHUGE. */
+			raw_madvise_loop(iov, n, MADV_NOHUGEPAGE);
+			for (int rep = -2; rep < REPS; rep++) {
+				for (int k = 0; k < 2; k++) {
+					bool do_lib = (rep & 1) ? k == 1 : k == 0;
+					double t0 = now_ns(), t1;
+
+					/* An even number of calls, each flipping the advice. */
+					for (int j = 0; j < inner; j++) {
+						int advice = state == THP_ADVICE_HUGE ? THP_ADVICE_NOHUGE
+										      : THP_ADVICE_HUGE;
+
+						if (do_lib) {
+							THP_OPTS(thp_apply_opts, o, .pidfd = THP_SELF,
+								 .advice = advice, .backend = be,
+								 .reports = reports);
+							int ret = thp_apply_ranges(ranges, n, &o);
+
+							if (ret != (int)n) {
+								fprintf(stderr, "thp_apply_ranges: %d %s\n",
+									ret, thp_strerror(ret));
+								exit(1);
+							}
+						} else if (be == THP_BACKEND_PROCESS_MADVISE) {
+							raw_process_madvise(iov, n, advice);
+						} else {
+							raw_madvise_loop(iov, n, advice);
+						}
+						state = advice;
+					}
+					t1 = now_ns();
+					if (rep >= 0) {
+						if (do_lib)
+							lib[rep] = (t1 - t0) / inner;
+						else
+							raw[rep] = (t1 - t0) / inner;
+					}
+				}
+			}
+			print_row(be == THP_BACKEND_PROCESS_MADVISE ? "process_madvise" : "madvise loop",
+				  n, "", lib, raw, REPS, 1e3);
+			unmap_ranges(n, iov);
+		}
+	}
+}
+
+/* ------------------------------------------------ many small mappings */
+
+static void **small_maps;
+static size_t nr_small;
+
+static void make_small_maps(size_t n)
+{
+	small_maps = calloc(n, sizeof(*small_maps));
+	if (!small_maps)
+		die("calloc");
+	for (size_t i = 0; i < n; i++) {
+		int prot = (i & 1) ? PROT_READ | PROT_WRITE : PROT_READ;
+
+		small_maps[i] = mmap(NULL, 4096, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (small_maps[i] == MAP_FAILED)
+			die("mmap small (vm.max_map_count?)");
+	}
+	nr_small = n;
+}
+
+static void free_small_maps(void)
+{
+	for (size_t i = 0; i < nr_small; i++)
+		munmap(small_maps[i], 4096);
+	free(small_maps);
+	small_maps = NULL;
+	nr_small = 0;
+}
+
+static size_t count_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	size_t n = 0;
+	int ch;
+
+	if (!f)
+		die("/proc/self/maps");
+	while ((ch = getc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+#define TASK_END 0x7ffffffff000UL
+
+/* ------------------------------------------------------ 2: thp_apply_all */
+
+static void collapse_table(bool eligible);
+
+static void bench_all(void)
+{
+	static const size_t counts[] = { 100, 10000, 60000 };
+
+	printf("\n## 2. thp_apply_all() (auto backend) vs one raw madvise(0, 0x%lx), %d reps\n\n",
+	       TASK_END, REPS);
+	printf("Times in milliseconds per call; advice alternates HUGE/NOHUGE so every call changes every VMA.\n\n");
+	printf("| created | VMAs   | libthp med / min / max (ms)       | raw med / min / max (ms)          | ratio                 | lib ns/VMA |\n");
+	printf("|--------:|-------:|-----------------------------------|-----------------------------------|-----------------------|-----------:|\n");
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		size_t n = counts[c];
+		double lib[REPS], raw[REPS], ratio[REPS];
+		int state = THP_ADVICE_NOHUGE;
+		size_t vmas;
+		const char *backend = "?";
+		struct stat3 l, r, q;
+
+		ensure_map_count((long)n + 5000);
+		make_small_maps(n);
+		vmas = count_maps();
+		madvise(NULL, TASK_END, MADV_NOHUGEPAGE);
+		for (int rep = -2; rep < REPS; rep++) {
+			for (int k = 0; k < 2; k++) {
+				bool do_lib = (rep & 1) ? k == 1 : k == 0;
+				int advice = state == THP_ADVICE_HUGE ? THP_ADVICE_NOHUGE : THP_ADVICE_HUGE;
+				double t0, t1;
+
+				if (do_lib) {
+					THP_OPTS(thp_apply_all_opts, o, .pidfd = THP_SELF, .advice = advice);
+					int ret;
+
+					t0 = now_ns();
+					ret = thp_apply_all(&o);
+					t1 = now_ns();
+					if (ret < 0) {
+						fprintf(stderr, "thp_apply_all: %s\n", thp_strerror(ret));
+						exit(1);
+					}
+					backend = thp_backend_name(o.backend_used);
+					if (rep >= 0)
+						lib[rep] = t1 - t0;
+				} else {
+					int ret, e;
+
+					t0 = now_ns();
+					ret = madvise(NULL, TASK_END, advice);
+					e = errno;
+					t1 = now_ns();
+					if (ret && e != ENOMEM)
+						die("madvise(0, TASK_END)");
+					if (rep >= 0)
+						raw[rep] = t1 - t0;
+				}
+				state = advice;
+			}
+		}
+		for (int i = 0; i < REPS; i++)
+			ratio[i] = lib[i] / raw[i];
+		l = stats(lib, REPS);
+		r = stats(raw, REPS);
+		q = stats(ratio, REPS);
+		printf("| %7zu | %6zu | %9.3f / %9.3f / %9.3f | %9.3f / %9.3f / %9.3f | %5.3f (%5.3f..%5.3f) | %10.0f |\n",
+		       n, vmas, l.med / 1e6, l.min / 1e6, l.max / 1e6, r.med / 1e6, r.min / 1e6,
+		       r.max / 1e6, q.med, q.min, q.max, l.med / (double)vmas);
+		if (c + 1 == sizeof(counts) / sizeof(counts[0]))
+			printf("\n(thp_apply_all backend used: %s)\n", backend);
+		free_small_maps();
+	}
+
+	printf("\n### 2b. thp_apply_all(COLLAPSE, THP_F_SKIP_ERRORS): 1-page mappings + 1%% NOHUGE 2 MiB mappings, %d reps\n\n", REPS);
+	printf("Note: this kernel fails MADV_COLLAPSE with EINVAL on every mapping that cannot hold an aligned 2 MiB\n"
+	       "extent (all 1-page mappings) and on unpopulated ones, so here nearly every mapping fails.\n\n");
+	collapse_table(false);
+	printf("\n### 2c. Same, but 99%% of created mappings are populated 2 MiB-aligned 2 MiB mappings (collapsed in the\n"
+	       "warm-up rep, so later reps succeed) and 1%% NOHUGE 2 MiB mappings; raw = madvise(COLLAPSE) loop over the\n"
+	       "created mappings only, continuing past errors (it does not touch libc/stack etc., so it is a lower bound)\n\n");
+	collapse_table(true);
+}
+
+static void collapse_table(bool eligible)
+{
+	static const size_t counts_small[] = { 100, 10000, 60000 };
+	static const size_t counts_elig[] = { 100, 1000 };
+	const size_t *counts = eligible ? counts_elig : counts_small;
+	size_t nc = eligible ? 2 : 3;
+
+	printf("| created | failing | VMAs   | libthp med / min / max (ms)       | ns/VMA med | failures_needed | skipped | raw loop med (ms) | ratio |\n");
+	printf("|--------:|--------:|-------:|-----------------------------------|-----------:|----------------:|--------:|------------------:|------:|\n");
+	for (size_t c = 0; c < nc; c++) {
+		size_t n = counts[c], nf = n / 100;
+		size_t nslots = eligible ? n : nf;
+		static struct thp_report fails[1024];
+		double t[REPS], traw[REPS];
+		char *res, *base;
+		size_t vmas, needed = 0, skipped = 0;
+		struct stat3 s, sr;
+
+		ensure_map_count((long)n + 5000);
+		if (!eligible)
+			make_small_maps(n - nf);
+		res = mmap(NULL, nslots * 2 * PMD + PMD, PROT_NONE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (res == MAP_FAILED)
+			die("mmap reserve");
+		base = (char *)(((uintptr_t)res + PMD - 1) & ~(uintptr_t)(PMD - 1));
+		munmap(res, nslots * 2 * PMD + PMD);
+		for (size_t i = 0; i < nslots; i++) {
+			char *a = base + i * 2 * PMD;
+			bool bad = !eligible || i % 100 == 99;
+
+			if (mmap(a, PMD, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) != a)
+				die("mmap 2M");
+			if (bad && madvise(a, PMD, MADV_NOHUGEPAGE))
+				die("madvise NOHUGE");
+			a[0] = 1;
+		}
+		vmas = count_maps();
+		for (int rep = -1; rep < REPS; rep++) {
+			THP_OPTS(thp_apply_all_opts, o, .pidfd = THP_SELF, .advice = THP_ADVICE_COLLAPSE,
+				 .flags = THP_F_SKIP_ERRORS, .failures = fails,
+				 .failures_cap = sizeof(fails) / sizeof(fails[0]));
+			double t0, t1;
+			int ret;
+
+			t0 = now_ns();
+			ret = thp_apply_all(&o);
+			t1 = now_ns();
+			if (ret < 0) {
+				fprintf(stderr, "thp_apply_all(COLLAPSE): %s\n", thp_strerror(ret));
+				exit(1);
+			}
+			needed = o.failures_needed;
+			skipped = o.mappings_skipped;
+			if (rep >= 0)
+				t[rep] = t1 - t0;
+			t0 = now_ns();
+			for (size_t i = 0; i < nslots; i++)
+				(void)madvise(base + i * 2 * PMD, PMD, THP_ADVICE_COLLAPSE);
+			if (!eligible)
+				for (size_t i = 0; i < nr_small; i++)
+					(void)madvise(small_maps[i], 4096, THP_ADVICE_COLLAPSE);
+			t1 = now_ns();
+			if (rep >= 0)
+				traw[rep] = t1 - t0;
+		}
+		s = stats(t, REPS);
+		sr = stats(traw, REPS);
+		printf("| %7zu | %7zu | %6zu | %9.3f / %9.3f / %9.3f | %10.0f | %15zu | %7zu | %17.3f | %5.2f |\n",
+		       n, nf, vmas, s.med / 1e6, s.min / 1e6, s.max / 1e6, s.med / (double)vmas,
+		       needed, skipped, sr.med / 1e6, s.med / sr.med);
+		for (size_t i = 0; i < nslots; i++)
+			munmap(base + i * 2 * PMD, PMD);
+		if (!eligible)
+			free_small_maps();
+	}
+}
+
+/* ------------------------------------------------- 3: VMA enumeration */
+
+static size_t walk_procmap_query(void)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	uint64_t addr = 0;
+	size_t n = 0;
+
+	if (fd < 0)
+		die("open maps");
+	for (;;) {
+		struct bench_procmap_query q;
+
+		memset(&q, 0, sizeof(q));
+		q.size = sizeof(q);
+		q.query_addr = addr;
+		q.query_flags = BENCH_QUERY_COVERING_OR_NEXT_VMA;
+		if (ioctl(fd, BENCH_PROCMAP_QUERY, &q)) {
+			if (errno == ENOENT)
+				break;
+			die("PROCMAP_QUERY");
+		}
+		addr = q.vma_end;
+		n++;
+	}
+	close(fd);
+	return n;
+}
+
+static uint64_t parse_hex(const char **p, const char *end)
+{
+	uint64_t v = 0;
+
+	while (*p < end) {
+		char ch = **p;
+
+		if (ch >= '0' && ch <= '9')
+			v = v << 4 | (uint64_t)(ch - '0');
+		else if (ch >= 'a' && ch <= 'f')
+			v = v << 4 | (uint64_t)(ch - 'a' + 10);
+		else
+			break;
+		(*p)++;
+	}
+	return v;
+}
+
+static size_t walk_maps_text(void)
+{
+	static char buf[1 << 16];
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	size_t len = 0, n = 0;
+	uint64_t sum = 0;
+
+	if (fd < 0)
+		die("open maps");
+	for (;;) {
+		ssize_t r = read(fd, buf + len, sizeof(buf) - len);
+		const char *p = buf, *e;
+
+		if (r < 0)
+			die("read maps");
+		len += (size_t)r;
+		e = buf + len;
+		for (;;) {
+			const char *nl = memchr(p, '\n', (size_t)(e - p));
+			uint64_t s, t;
+
+			if (!nl)
+				break;
+			s = parse_hex(&p, nl);
+			if (p < nl && *p == '-')
+				p++;
+			t = parse_hex(&p, nl);
+			sum += t - s;
+			n++;
+			p = nl + 1;
+		}
+		len = (size_t)(e - p);
+		memmove(buf, p, len);
+		if (r == 0)
+			break;
+	}
+	close(fd);
+	return sum ? n : 0;
+}
+
+static void bench_vma(void)
+{
+	static const size_t counts[] = { 100, 10000, 60000 };
+
+	printf("\n## 3. VMA enumeration: PROCMAP_QUERY ioctl loop vs /proc/self/maps text, %d reps\n\n", REPS);
+	printf("Times in milliseconds per full walk; ratio = ioctl / text of the same rep.\n\n");
+	printf("| created | VMAs   | ioctl med / min / max (ms)        | text med / min / max (ms)         | ratio                 | faster |\n");
+	printf("|--------:|-------:|-----------------------------------|-----------------------------------|-----------------------|--------|\n");
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		size_t n = counts[c], vq = 0, vt = 0;
+		double tq[REPS], tt[REPS], ratio[REPS];
+		struct stat3 a, b, q;
+
+		ensure_map_count((long)n + 5000);
+		make_small_maps(n);
+		for (int rep = -2; rep < REPS; rep++) {
+			double t0, t1, t2;
+
+			t0 = now_ns();
+			vq = walk_procmap_query();
+			t1 = now_ns();
+			vt = walk_maps_text();
+			t2 = now_ns();
+			if (rep >= 0) {
+				tq[rep] = t1 - t0;
+				tt[rep] = t2 - t1;
+				ratio[rep] = tq[rep] / tt[rep];
+			}
+		}
+		a = stats(tq, REPS);
+		b = stats(tt, REPS);
+		q = stats(ratio, REPS);
+		printf("| %7zu | %6zu | %9.3f / %9.3f / %9.3f | %9.3f / %9.3f / %9.3f | %5.3f (%5.3f..%5.3f) | %s |\n",
+		       n, vq, a.med / 1e6, a.min / 1e6, a.max / 1e6, b.med / 1e6, b.min / 1e6,
+		       b.max / 1e6, q.med, q.min, q.max, q.med < 1 ? "ioctl" : "text");
+		if (vq + 1 < vt || vt + 1 < vq) /* text also lists [vsyscall] */
+			printf("(warning: ioctl saw %zu VMAs, text %zu)\n", vq, vt);
+		free_small_maps();
+	}
+}
+
+/* ---------------------------------------------------------- 4: effect */
+
+#define EFFECT_SIZE (1024 * MIB)
+#define EFFECT_ACCESSES 20000000UL
+#define EFFECT_REPS 3
+
+static uint64_t effect_run(const uint64_t *buf, size_t words, double *ns)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ULL, v = 0, sum = 0;
+	double t0 = now_ns();
+
+	for (unsigned long i = 0; i < EFFECT_ACCESSES; i++) {
+		/* xorshift64; the index also depends on the last load (all zero), so
+		 * reads form a dependent chain as in pointer chasing. */
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		v = buf[(x ^ v) & (words - 1)];
+		sum += v;
+	}
+	*ns = now_ns() - t0;
+	return sum;
+}
+
+static void bench_effect(void)
+{
+	static const int advs[2] = { THP_ADVICE_NOHUGE, THP_ADVICE_HUGE };
+	double med[2] = { 0, 0 };
+	uint64_t sink = 0;
+
+	printf("\n## 4. Effect: %lu M dependent random 8-byte reads over 1 GiB, fixed seed, %d reps per advice\n\n",
+	       EFFECT_ACCESSES / 1000000, EFFECT_REPS);
+	printf("| advice  | touch (ms) | reads med / min / max (ms)        | ns/read | AnonHugePages (MiB) |\n");
+	printf("|---------|-----------:|-----------------------------------|--------:|--------------------:|\n");
+	for (int a = 0; a < 2; a++) {
+		size_t total = EFFECT_SIZE + PMD;
+		char *res = mmap(NULL, total, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		char *base;
+		struct thp_range r;
+		struct thp_mapping_state st[4];
+		double t[EFFECT_REPS], t0, touch;
+		uint64_t ahp = 0;
+		struct stat3 s;
+		int ret;
+
+		if (res == MAP_FAILED)
+			die("mmap 1G");
+		base = (char *)(((uintptr_t)res + PMD - 1) & ~(uintptr_t)(PMD - 1));
+		r.addr = (uint64_t)(uintptr_t)base;
+		r.len = EFFECT_SIZE;
+		{
+			THP_OPTS(thp_apply_opts, o, .pidfd = THP_SELF, .advice = advs[a]);
+
+			ret = thp_apply_ranges(&r, 1, &o);
+			if (ret != 1) {
+				fprintf(stderr, "thp_apply_ranges: %s\n", thp_strerror(ret));
+				exit(1);
+			}
+		}
+		t0 = now_ns();
+		memset(base, 0, EFFECT_SIZE);
+		touch = now_ns() - t0;
+		{
+			THP_OPTS(thp_query_opts, q, .pidfd = THP_SELF, .addr = r.addr, .len = r.len,
+				 .states = st, .states_cap = 4);
+
+			ret = thp_query(&q);
+			if (ret < 0) {
+				fprintf(stderr, "thp_query: %s\n", thp_strerror(ret));
+				exit(1);
+			}
+			for (int i = 0; i < ret; i++)
+				ahp += st[i].anon_huge_bytes;
+		}
+		for (int rep = 0; rep < EFFECT_REPS; rep++)
+			sink += effect_run((const uint64_t *)base, EFFECT_SIZE / 8, &t[rep]);
+		s = stats(t, EFFECT_REPS);
+		med[a] = s.med;
+		printf("| %-7s | %10.1f | %9.1f / %9.1f / %9.1f | %7.1f | %19.1f |\n",
+		       a ? "HUGE" : "NOHUGE", touch / 1e6, s.med / 1e6, s.min / 1e6, s.max / 1e6,
+		       s.med / (double)EFFECT_ACCESSES, (double)ahp / (double)MIB);
+		munmap(res, total);
+	}
+	printf("\nSpeedup HUGE vs NOHUGE (median read time): %.2fx%s\n", med[0] / med[1],
+	       sink ? " (sink!=0)" : "");
+}
+
+/* ---------------------------------------------------------------- main */
+
+int main(int argc, char **argv)
+{
+	bool want[4] = { argc < 2, argc < 2, argc < 2, argc < 2 };
+	static const char *const names[4] = { "apply", "all", "vma", "effect" };
+	struct thp_probe_info info = { .sz = sizeof(info) };
+
+	for (int i = 1; i < argc; i++) {
+		bool found = false;
+
+		for (int k = 0; k < 4; k++)
+			if (!strcmp(argv[i], names[k]))
+				want[k] = found = true;
+		if (!found) {
+			fprintf(stderr, "usage: %s [apply] [all] [vma] [effect]\n", argv[0]);
+			return 2;
+		}
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (thp_probe(&info) == 0)
+		printf("# thp_bench: libthp %s, pidfd_self %d, procmap_query %d, process_madvise_self_huge %d, pmd %llu KiB, raw pidfd %d\n",
+		       thp_version(), info.pidfd_self, info.procmap_query,
+		       info.process_madvise_self_huge, (unsigned long long)(info.pmd_size / 1024),
+		       get_raw_pidfd());
+	if (want[0])
+		bench_apply();
+	if (want[1])
+		bench_all();
+	if (want[2])
+		bench_vma();
+	if (want[3])
+		bench_effect();
+	restore_map_count();
+	return 0;
+}
