@@ -115,12 +115,22 @@ static int set_by_pmadv(struct thp_default_opts *o, int advice)
 	long r;
 	int err;
 
-	if (!c->pmadv_set_default || !c->pmadv_entire || !c->pidfd_self)
+	struct thp_target self;
+
+	if (!c->pmadv_set_default || !c->pmadv_entire)
 		return -EOPNOTSUPP;
+	err = target_open(THP_SELF, &self);
+	if (!err)
+		err = target_need_pidfd(&self); /* no PIDFD_SELF before 6.14 */
+	if (err) {
+		target_close(&self);
+		return err;
+	}
 	/* One entry spanning everything: sets the default, advises all. */
-	r = sys_process_madvise(c->pidfd_self, NULL, (size_t)-1, advice,
+	r = sys_process_madvise(self.pidfd, NULL, (size_t)-1, advice,
 				PMADV_SET_FORK_EXEC_DEFAULT | PMADV_ENTIRE_ADDRESS_SPACE |
 					PMADV_SKIP_ERRORS);
+	target_close(&self);
 	if (r < 0)
 		return (int)r;
 	err = fresh_mapping_advice(&huge, &nohuge);
@@ -261,6 +271,21 @@ THP_API int thp_set_default(struct thp_default_opts *o)
 			sys_prctl(PR_SET_THP_DISABLE, 1,
 				  (unsigned long)prev_disable & PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0);
 		return ret_errno(err);
+	}
+	/*
+	 * The RFC flag can set VM_HUGEPAGE/VM_NOHUGEPAGE as default but has no
+	 * way to clear it: SYSTEM is not reached while fresh mappings still
+	 * get advice.  Say so rather than report success.
+	 */
+	if (o->policy == THP_POLICY_SYSTEM && c->pmadv_set_default) {
+		bool huge = false, nohuge = false;
+
+		if (fresh_mapping_advice(&huge, &nohuge) == 0 && (huge || nohuge)) {
+			report_set_detail("a default set with PMADV_SET_FORK_EXEC_DEFAULT cannot be "
+					  "cleared on this kernel: fresh mappings still get %s",
+					  huge ? "MADV_HUGEPAGE" : "MADV_NOHUGEPAGE");
+			return ret_errno(-EOPNOTSUPP);
+		}
 	}
 	/* HUGE / NOHUGE also advise existing mappings, as both RFCs do. */
 	if ((o->policy == THP_POLICY_HUGE || o->policy == THP_POLICY_NOHUGE) &&

@@ -1,0 +1,65 @@
+#!/bin/bash
+# Boot one libthp test kernel under QEMU (TCG) with vm_init as /init.
+# usage: run_vm.sh BUILD_DIR VM_INIT KERNEL_IMAGE_NAME FLAVOUR [KERNELS_DIR]
+# Exit: 0 all checks passed, 1 failure, 77 kernel not available (skip; 1 under CI=true).
+set -u
+build_dir=$1 vm_init=$2 image=$3 flavour=$4 kdir_opt=${5:-}
+src_root=$(cd "$(dirname "$0")/../.." && pwd)
+
+if [ -n "$kdir_opt" ]; then
+	kdir=$kdir_opt
+elif [ -n "${THP_KERNELS_DIR:-}" ]; then
+	kdir=$THP_KERNELS_DIR
+else
+	kdir=$src_root/../shared/kernels
+fi
+kernel=$kdir/$image
+
+if [ ! -r "$kernel" ]; then
+	echo "test kernel $kernel not found." >&2
+	echo "The VM tests need bzImage-6.12-stock, bzImage-6.12-rfc and bzImage-6.12-rfc-fixed" >&2
+	echo "(see shared/kernels/README.md next to the source tree); point to them with" >&2
+	echo "meson configure -Dkernels_dir=DIR or THP_KERNELS_DIR=DIR." >&2
+	if [ "${CI:-}" = true ]; then
+		echo "CI=true: a missing kernel is a failure, not a skip." >&2
+		exit 1
+	fi
+	exit 77
+fi
+if ! command -v qemu-system-x86_64 >/dev/null; then
+	echo "qemu-system-x86_64 not found (apt install qemu-system-x86)" >&2
+	[ "${CI:-}" = true ] && exit 1
+	exit 77
+fi
+
+work=$(mktemp -d "${build_dir%/}/vm-$flavour.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/root/proc" "$work/root/sys" "$work/root/dev"
+cp "$vm_init" "$work/root/init" && chmod 755 "$work/root/init" || exit 1
+(cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initrd.gz" || exit 1
+
+start=$(date +%s)
+timeout 90 qemu-system-x86_64 -accel tcg -nographic -m 1G -smp 2 \
+	-kernel "$kernel" -initrd "$work/initrd.gz" \
+	-append "console=ttyS0 panic=-1 quiet thp_flavour=$flavour" \
+	-no-reboot -monitor none -serial stdio -display none </dev/null >"$work/console.log" 2>&1
+qrc=$?
+end=$(date +%s)
+
+tr -d '\r' < "$work/console.log" > "$work/console.txt"
+grep -a '^VMTEST' "$work/console.txt"
+echo "qemu exit $qrc after $((end - start)) s ($flavour)"
+
+if ! grep -aq '^VMTEST DONE' "$work/console.txt"; then
+	echo "no 'VMTEST DONE' from the guest; full console:" >&2
+	cat "$work/console.txt" >&2
+	exit 1
+fi
+if grep -aq '^VMTEST FAIL' "$work/console.txt"; then
+	exit 1
+fi
+if ! grep -aq '^VMTEST PASS' "$work/console.txt"; then
+	echo "no check passed" >&2
+	exit 1
+fi
+exit 0

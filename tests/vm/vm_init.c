@@ -1,0 +1,1056 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * /init of the QEMU test guests (tests/vm/run_vm.sh).  Runs libthp against a
+ * real kernel of the flavour named on the kernel command line
+ * (thp_flavour=stock|rfc|rfc-fixed) and prints one line per check on the
+ * serial console: "VMTEST PASS <name>" or "VMTEST FAIL <name>: <why>", then
+ * "VMTEST DONE", and powers the machine off.
+ *
+ * Checks that change process-wide state (set_default, apply_all) run in
+ * forked processes so that each starts from the same clean state.
+ * "/init --child [rfc]" is the exec'd child of the set_default checks: it
+ * prints its thp_get_default() policy and a fresh mapping's VmFlags.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <thp/thp.h>
+
+#define MiB (1024ul * 1024ul)
+#define PMD (2 * MiB)
+
+enum flavour { FL_STOCK, FL_RFC, FL_RFC_FIXED };
+static enum flavour flavour;
+static const char *flavour_name;
+static bool rfc; /* rfc or rfc-fixed */
+static struct thp_probe_info pinfo;
+static int nfail;
+
+/* ---- output ---------------------------------------------------------- */
+
+static void pass(const char *name)
+{
+	printf("VMTEST PASS %s\n", name);
+	fflush(stdout);
+}
+
+static void __attribute__((format(printf, 2, 3))) fail(const char *name, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("VMTEST FAIL %s: ", name);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	nfail++;
+}
+
+/* A check accumulates its first failure reason; report once at the end. */
+struct check {
+	const char *name;
+	char why[512];
+	bool failed;
+};
+
+static void __attribute__((format(printf, 2, 3))) cfail(struct check *c, const char *fmt, ...)
+{
+	va_list ap;
+	size_t l = strlen(c->why);
+
+	if (l >= sizeof(c->why) - 8)
+		return;
+	if (l)
+		strcat(c->why, "; "), l += 2;
+	va_start(ap, fmt);
+	vsnprintf(c->why + l, sizeof(c->why) - l, fmt, ap);
+	va_end(ap);
+	c->failed = true;
+}
+
+static void cdone(struct check *c)
+{
+	if (c->failed)
+		fail(c->name, "%s", c->why);
+	else
+		pass(c->name);
+}
+
+/* ---- /proc/self/smaps helpers (independent of libthp's parser) ------- */
+
+struct smap_info {
+	bool found;
+	bool hg, nh;
+	unsigned long anon_huge_kb;
+	unsigned long start, end;
+};
+
+static char smaps_buf[1 << 20];
+
+static int read_file(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t r = read(fd, buf + n, cap - 1 - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		if (n == cap - 1)
+			break;
+	}
+	close(fd);
+	buf[n] = 0;
+	return (int)n;
+}
+
+static struct smap_info smap_at(uintptr_t addr)
+{
+	struct smap_info si;
+	char *line, *save = NULL;
+	bool in = false;
+
+	memset(&si, 0, sizeof(si));
+	if (read_file("/proc/self/smaps", smaps_buf, sizeof(smaps_buf)) <= 0)
+		return si;
+	for (line = strtok_r(smaps_buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long s, e;
+		char dash;
+
+		if (sscanf(line, "%lx%c%lx", &s, &dash, &e) == 3 && dash == '-' &&
+		    strchr(line, ' ')) {
+			if (in)
+				break;
+			if (s <= addr && addr < e) {
+				in = true;
+				si.found = true;
+				si.start = s;
+				si.end = e;
+			}
+			continue;
+		}
+		if (!in)
+			continue;
+		if (!strncmp(line, "AnonHugePages:", 14))
+			si.anon_huge_kb = strtoul(line + 14, NULL, 10);
+		else if (!strncmp(line, "VmFlags:", 8)) {
+			si.hg = strstr(line, " hg") != NULL;
+			si.nh = strstr(line, " nh") != NULL;
+		}
+	}
+	return si;
+}
+
+/* VmFlags of a fresh anonymous mapping. */
+static int fresh_flags(bool *hg, bool *nh)
+{
+	void *p = mmap(NULL, PMD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct smap_info si;
+
+	if (p == MAP_FAILED)
+		return -errno;
+	si = smap_at((uintptr_t)p);
+	munmap(p, PMD);
+	if (!si.found)
+		return -ENOENT;
+	*hg = si.hg;
+	*nh = si.nh;
+	return 0;
+}
+
+/* ---- layout ---------------------------------------------------------- */
+
+/* 10 MiB at a 2 MiB-aligned base with [base+4M, base+6M) unmapped. */
+static uintptr_t layout_make(void)
+{
+	char *p = mmap(NULL, 12 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	uintptr_t base;
+
+	if (p == MAP_FAILED)
+		return 0;
+	base = ((uintptr_t)p + PMD - 1) & ~(PMD - 1);
+	if (base > (uintptr_t)p)
+		munmap(p, base - (uintptr_t)p);
+	if ((uintptr_t)p + 12 * MiB > base + 10 * MiB)
+		munmap((void *)(base + 10 * MiB), (uintptr_t)p + 12 * MiB - base - 10 * MiB);
+	munmap((void *)(base + 4 * MiB), PMD);
+	return base;
+}
+
+static void layout_free(uintptr_t base)
+{
+	munmap((void *)base, 10 * MiB);
+}
+
+/* ---- probe ----------------------------------------------------------- */
+
+static void check_probe(void)
+{
+	struct check c = { .name = "probe" };
+	int r;
+
+	memset(&pinfo, 0, sizeof(pinfo));
+	pinfo.sz = sizeof(pinfo);
+	r = thp_probe(&pinfo);
+	if (r) {
+		cfail(&c, "thp_probe() = %d", r);
+		cdone(&c);
+		return;
+	}
+	if (!pinfo.procmap_query)
+		cfail(&c, "procmap_query false");
+	if (pinfo.thp_mode != THP_MODE_MADVISE)
+		cfail(&c, "thp_mode %u, expected madvise", pinfo.thp_mode);
+	if (pinfo.pmd_size != PMD)
+		cfail(&c, "pmd_size %llu", (unsigned long long)pinfo.pmd_size);
+	if (!(pinfo.backends & (1u << THP_BACKEND_MADVISE)))
+		cfail(&c, "MADVISE backend missing");
+	if (!rfc) {
+		if (pinfo.pmadv_skip_errors || pinfo.pmadv_no_error_on_unmapped ||
+		    pinfo.pmadv_set_default || pinfo.pmadv_entire_address_space)
+			cfail(&c, "PMADV flags reported on stock (%d%d%d%d)",
+			      pinfo.pmadv_skip_errors, pinfo.pmadv_no_error_on_unmapped,
+			      pinfo.pmadv_set_default, pinfo.pmadv_entire_address_space);
+		if (pinfo.process_madvise_self_huge)
+			cfail(&c, "process_madvise_self_huge true on stock");
+		if (pinfo.pidfd_self)
+			cfail(&c, "pidfd_self %d on stock", pinfo.pidfd_self);
+		if (pinfo.thp_disable_except_advised)
+			cfail(&c, "thp_disable_except_advised true on stock");
+		if (pinfo.backends & (1u << THP_BACKEND_PMADV))
+			cfail(&c, "PMADV backend on stock");
+		if (pinfo.backends & (1u << THP_BACKEND_PROCESS_MADVISE))
+			cfail(&c, "PROCESS_MADVISE backend on stock (self HUGE is EINVAL)");
+	} else {
+		if (!pinfo.pmadv_skip_errors || !pinfo.pmadv_no_error_on_unmapped ||
+		    !pinfo.pmadv_set_default || !pinfo.pmadv_entire_address_space)
+			cfail(&c, "PMADV flags missing (%d%d%d%d)", pinfo.pmadv_skip_errors,
+			      pinfo.pmadv_no_error_on_unmapped, pinfo.pmadv_set_default,
+			      pinfo.pmadv_entire_address_space);
+		if (!pinfo.process_madvise_self_huge)
+			cfail(&c, "process_madvise_self_huge false");
+		if (!(pinfo.backends & (1u << THP_BACKEND_PMADV)))
+			cfail(&c, "PMADV backend missing");
+		if (!(pinfo.backends & (1u << THP_BACKEND_PROCESS_MADVISE)))
+			cfail(&c, "PROCESS_MADVISE backend missing");
+	}
+	printf("VMTEST INFO probe backends=0x%x pidfd_self=%d pmq=%d tdea=%d collapse=%d\n",
+	       pinfo.backends, pinfo.pidfd_self, pinfo.procmap_query,
+	       pinfo.thp_disable_except_advised, pinfo.madvise_collapse);
+	cdone(&c);
+}
+
+/* ---- apply_ranges ---------------------------------------------------- */
+
+static const unsigned int range_backends[] = {
+	THP_BACKEND_PMADV, THP_BACKEND_PROCESS_MADVISE, THP_BACKEND_MADVISE,
+};
+
+#define NR_R 5
+/* Offsets from base (hole at [4M, 6M)). */
+static const struct { unsigned long off, len; } rdef[NR_R] = {
+	{ 0, 2 * MiB },        /* mapped */
+	{ 2 * MiB, 1 * MiB },  /* mapped, half a PMD */
+	{ 3 * MiB, 4 * MiB },  /* spans the hole */
+	{ 4 * MiB, 2 * MiB },  /* entirely the hole */
+	{ 8 * MiB, 2 * MiB },  /* mapped */
+};
+
+struct ranges_result {
+	int ret;
+	struct thp_report rep[NR_R];
+	uint32_t backend_used;
+};
+
+static void run_ranges(unsigned int backend, uint32_t flags, struct ranges_result *res,
+		       struct check *c)
+{
+	struct thp_range rg[NR_R];
+	uintptr_t base = layout_make();
+
+	memset(res, 0, sizeof(*res));
+	if (!base) {
+		cfail(c, "mmap failed");
+		res->ret = -9999;
+		return;
+	}
+	for (int i = 0; i < NR_R; i++) {
+		rg[i].addr = base + rdef[i].off;
+		rg[i].len = rdef[i].len;
+	}
+	{
+		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .flags = flags,
+			 .backend = backend, .reports = res->rep);
+		res->ret = thp_apply_ranges(rg, NR_R, &o);
+		res->backend_used = o.backend_used;
+	}
+	for (int i = 0; i < NR_R; i++) {
+		if (res->rep[i].addr)
+			res->rep[i].addr -= base;
+		if (res->rep[i].fail_addr)
+			res->rep[i].fail_addr -= base;
+	}
+	if (res->ret >= 0 && res->backend_used != backend)
+		cfail(c, "backend %u flags %u: backend_used %u", backend, flags, res->backend_used);
+	/* Advised ranges show hg: ranges before the stop, or all with SKIP/NO_ERR. */
+	if (res->ret >= 0 || flags == 0) {
+		static const unsigned long hg_off[] = { 0, 2 * MiB, 3 * MiB, 6 * MiB, 8 * MiB };
+		int n = res->ret >= 0 ? 5 : 3; /* default mode stops at range 2 (gap) */
+
+		for (int i = 0; i < n; i++) {
+			struct smap_info si = smap_at(base + hg_off[i]);
+
+			if (!si.found || !si.hg)
+				cfail(c, "backend %s flags %u: offset %luM not hg (found %d)",
+				      thp_backend_name(backend), flags, hg_off[i] / MiB, si.found);
+		}
+		{
+			struct smap_info si = smap_at(base + 4 * MiB);
+
+			if (si.found)
+				cfail(c, "hole is mapped?");
+		}
+		/* Touch range 0 and expect a huge page. */
+		for (unsigned long off = 0; off < PMD; off += 4096)
+			((volatile char *)base)[off] = 1;
+		{
+			struct smap_info si = smap_at(base);
+
+			if (si.anon_huge_kb == 0)
+				cfail(c, "backend %s flags %u: AnonHugePages 0 after touching an "
+				      "hg range", thp_backend_name(backend), flags);
+		}
+	}
+	layout_free(base);
+}
+
+static void fmt_result(const struct ranges_result *r, char *buf, size_t cap)
+{
+	size_t l = (size_t)snprintf(buf, cap, "ret=%d", r->ret);
+
+	for (int i = 0; i < NR_R && l < cap; i++)
+		l += (size_t)snprintf(buf + l, cap - l,
+				      " [%llx+%llx adv=%llx unm=%llx fa=%llx err=%d att=%u]",
+				      (unsigned long long)r->rep[i].addr,
+				      (unsigned long long)r->rep[i].len,
+				      (unsigned long long)r->rep[i].bytes_advised,
+				      (unsigned long long)r->rep[i].bytes_unmapped,
+				      (unsigned long long)r->rep[i].fail_addr, r->rep[i].error,
+				      r->rep[i].attempted);
+}
+
+static bool same_result(const struct ranges_result *a, const struct ranges_result *b)
+{
+	if (a->ret != b->ret)
+		return false;
+	for (int i = 0; i < NR_R; i++) {
+		struct thp_report x = a->rep[i], y = b->rep[i];
+
+		x.backend = y.backend = 0;
+		if (memcmp(&x, &y, sizeof(x)))
+			return false;
+	}
+	return true;
+}
+
+static void check_apply_ranges(void)
+{
+	static const uint32_t flagsets[] = { 0, THP_F_SKIP_ERRORS, THP_F_NO_ERROR_ON_UNMAPPED };
+	struct check c = { .name = "apply_ranges" };
+	int nb = 0;
+
+	for (size_t f = 0; f < sizeof(flagsets) / sizeof(flagsets[0]); f++) {
+		struct ranges_result first, cur;
+		unsigned int first_be = 0;
+		char b1[1024], b2[1024];
+
+		for (size_t b = 0; b < sizeof(range_backends) / sizeof(range_backends[0]); b++) {
+			unsigned int be = range_backends[b];
+
+			if (!(pinfo.backends & (1u << be)))
+				continue;
+			if (f == 0)
+				nb++;
+			run_ranges(be, flagsets[f], first_be ? &cur : &first, &c);
+			if (!first_be) {
+				first_be = be;
+				fmt_result(&first, b1, sizeof(b1));
+				printf("VMTEST INFO apply_ranges flags=%u %s: %s\n", flagsets[f],
+				       thp_backend_name(be), b1);
+				continue;
+			}
+			if (!same_result(&first, &cur)) {
+				fmt_result(&first, b1, sizeof(b1));
+				fmt_result(&cur, b2, sizeof(b2));
+				cfail(&c, "flags %u: %s gives {%s} but %s gives {%s}", flagsets[f],
+				      thp_backend_name(first_be), b1, thp_backend_name(be), b2);
+			}
+		}
+		/* Expected semantics, backend-independent. */
+		if (flagsets[f] == 0 && first.ret != -ENOMEM)
+			cfail(&c, "flags 0: ret %d, expected -ENOMEM", first.ret);
+		if (flagsets[f] == THP_F_SKIP_ERRORS && first.ret != NR_R)
+			cfail(&c, "SKIP_ERRORS: ret %d, expected %d", first.ret, NR_R);
+		if (flagsets[f] == THP_F_NO_ERROR_ON_UNMAPPED && first.ret != NR_R)
+			cfail(&c, "NO_ERROR_ON_UNMAPPED: ret %d, expected %d", first.ret, NR_R);
+	}
+	if (nb != (rfc ? 3 : 1))
+		cfail(&c, "%d range backends available, expected %d", nb, rfc ? 3 : 1);
+	cdone(&c);
+}
+
+/* ---- forked sub-process helper -------------------------------------- */
+
+/* Run fn in a child; its stdout goes to the console directly. */
+static int in_child(void (*fn)(void *), void *arg)
+{
+	pid_t pid;
+	int st;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		fn(arg);
+		fflush(stdout);
+		_exit(0);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Run fn in a child and collect what it writes into a pipe. */
+struct piped {
+	int wfd;
+	void *arg;
+	void (*fn)(int wfd, void *arg);
+};
+
+static int run_piped(void (*fn)(int, void *), void *arg, void *out, size_t len)
+{
+	int p[2], st;
+	size_t n = 0;
+	pid_t pid;
+
+	if (pipe(p))
+		return -errno;
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		close(p[0]);
+		fn(p[1], arg);
+		_exit(0);
+	}
+	close(p[1]);
+	while (n < len) {
+		ssize_t r = read(p[0], (char *)out + n, len - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(p[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return n == len ? 0 : -EIO;
+}
+
+/* ---- apply_all ------------------------------------------------------- */
+
+struct all_result {
+	int ret;
+	uint64_t seen, advised, skipped;
+	uint32_t backend_used;
+	bool before_hg;
+};
+
+static uintptr_t all_before;
+
+static void all_child(int wfd, void *arg)
+{
+	unsigned int be = *(unsigned int *)arg;
+	struct all_result res;
+	THP_OPTS(thp_apply_all_opts, o, .advice = THP_ADVICE_HUGE, .flags = THP_F_SKIP_ERRORS,
+		 .backend = be);
+
+	memset(&res, 0, sizeof(res));
+	res.ret = thp_apply_all(&o);
+	res.seen = o.mappings_seen;
+	res.advised = o.mappings_advised;
+	res.skipped = o.mappings_skipped;
+	res.backend_used = o.backend_used;
+	res.before_hg = smap_at(all_before).hg;
+	if (write(wfd, &res, sizeof(res)) != (ssize_t)sizeof(res))
+		_exit(1);
+}
+
+static void check_apply_all(void)
+{
+	struct check c = { .name = "apply_all" };
+	struct all_result first = { 0 }, cur;
+	unsigned int first_be = 0;
+	void *m = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (m == MAP_FAILED) {
+		fail(c.name, "mmap: %s", strerror(errno));
+		return;
+	}
+	all_before = (uintptr_t)m + MiB;
+	for (size_t b = 0; b < sizeof(range_backends) / sizeof(range_backends[0]); b++) {
+		unsigned int be = range_backends[b];
+
+		if (!(pinfo.backends & (1u << be)))
+			continue;
+		memset(&cur, 0, sizeof(cur));
+		if (run_piped(all_child, &be, &cur, sizeof(cur))) {
+			cfail(&c, "%s: child failed", thp_backend_name(be));
+			continue;
+		}
+		printf("VMTEST INFO apply_all %s: ret=%d seen=%llu advised=%llu skipped=%llu "
+		       "used=%u hg=%d\n", thp_backend_name(be), cur.ret,
+		       (unsigned long long)cur.seen, (unsigned long long)cur.advised,
+		       (unsigned long long)cur.skipped, cur.backend_used, cur.before_hg);
+		if (cur.ret <= 0)
+			cfail(&c, "%s: thp_apply_all(HUGE, SKIP_ERRORS) = %d (%s)",
+			      thp_backend_name(be), cur.ret, cur.ret < 0 ? strerror(-cur.ret) : "");
+		else if (cur.backend_used != be)
+			cfail(&c, "%s: backend_used %u", thp_backend_name(be), cur.backend_used);
+		if (!cur.before_hg)
+			cfail(&c, "%s: existing mapping not hg afterwards", thp_backend_name(be));
+		if (!first_be) {
+			first = cur;
+			first_be = be;
+		} else if (cur.seen != first.seen || cur.advised != first.advised) {
+			cfail(&c, "%s: seen/advised %llu/%llu but %s: %llu/%llu",
+			      thp_backend_name(first_be), (unsigned long long)first.seen,
+			      (unsigned long long)first.advised, thp_backend_name(be),
+			      (unsigned long long)cur.seen, (unsigned long long)cur.advised);
+		}
+	}
+	munmap(m, 4 * MiB);
+	cdone(&c);
+}
+
+/* ---- README item 1: PMADV SKIP_ERRORS normalisation ------------------ */
+
+static void check_skip_normalisation(void)
+{
+	struct check c = { .name = "rfc1_pmadv_skip_errors_return" };
+	struct thp_report rep[3];
+	struct thp_range rg[3];
+	char *p = mmap(NULL, 8 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uintptr_t base;
+	int r;
+
+	if (!rfc) {
+		printf("VMTEST INFO rfc1 skipped on stock\n");
+		return;
+	}
+	if (p == MAP_FAILED) {
+		fail(c.name, "mmap: %s", strerror(errno));
+		return;
+	}
+	base = ((uintptr_t)p + PMD - 1) & ~(PMD - 1);
+	for (int i = 0; i < 3; i++) {
+		rg[i].addr = base + (uint64_t)i * PMD;
+		rg[i].len = PMD;
+	}
+	/* Touch everything so that collapse has pages to work on. */
+	for (unsigned long off = 0; off < 3 * PMD; off += 4096)
+		((volatile char *)base)[off] = 1;
+	if (madvise((void *)rg[1].addr, PMD, MADV_NOHUGEPAGE))
+		cfail(&c, "madvise(NOHUGEPAGE): %s", strerror(errno));
+	{
+		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_COLLAPSE,
+			 .flags = THP_F_SKIP_ERRORS, .backend = THP_BACKEND_PMADV, .reports = rep);
+		r = thp_apply_ranges(rg, 3, &o);
+		if (r != 2)
+			cfail(&c, "thp_apply_ranges(3 x 2 MiB, COLLAPSE, SKIP_ERRORS, PMADV) with "
+			      "the middle range nh-advised returned %d, expected 2", r);
+		if (r >= 0 && (rep[1].error == 0 || rep[0].error || rep[2].error))
+			cfail(&c, "report errors %d/%d/%d, expected only the middle one",
+			      rep[0].error, rep[1].error, rep[2].error);
+	}
+	munmap(p, 8 * MiB);
+	cdone(&c);
+}
+
+/* ---- README item 2: apply_all SKIP on rfc kernels -------------------- */
+
+static void rfc2_child(int wfd, void *arg)
+{
+	int res[2];
+	THP_OPTS(thp_apply_all_opts, o, .advice = THP_ADVICE_HUGE, .flags = THP_F_SKIP_ERRORS);
+
+	(void)arg;
+	res[0] = thp_apply_all(&o);
+	res[1] = (int)o.backend_used;
+	if (write(wfd, res, sizeof(res)) != (ssize_t)sizeof(res))
+		_exit(1);
+}
+
+static void check_rfc2(void)
+{
+	struct check c = { .name = "rfc2_apply_all_skip" };
+	int res[2] = { 0, 0 };
+
+	if (!rfc)
+		return;
+	if (run_piped(rfc2_child, NULL, res, sizeof(res)))
+		cfail(&c, "child failed");
+	else if (res[0] <= 0)
+		cfail(&c, "thp_apply_all(HUGE, SKIP_ERRORS, auto) = %d (%s), expected > 0",
+		      res[0], res[0] < 0 ? strerror(-res[0]) : "");
+	else if (res[1] != THP_BACKEND_PMADV)
+		cfail(&c, "backend_used %d, expected pmadv", res[1]);
+	cdone(&c);
+}
+
+/* ---- set_default ----------------------------------------------------- */
+
+struct child_report {
+	int rc;
+	int policy;
+	int hg, nh;
+	int disabled;
+};
+
+static const char *self_exe = "/init";
+
+/* fork + execve(/init --child [rfc]); parse its one line. */
+static int exec_child(bool rfc_flag, struct child_report *cr)
+{
+	int p[2], st;
+	char buf[256];
+	size_t n = 0;
+	pid_t pid;
+
+	memset(cr, 0, sizeof(*cr));
+	if (pipe(p))
+		return -errno;
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		char *argv[] = { (char *)self_exe, (char *)"--child",
+				 (char *)(rfc_flag ? "rfc" : "norfc"), NULL };
+		char *envp[] = { NULL };
+
+		close(p[0]);
+		dup2(p[1], 1);
+		execve(self_exe, argv, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	while (n < sizeof(buf) - 1) {
+		ssize_t r = read(p[0], buf + n, sizeof(buf) - 1 - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = 0;
+	close(p[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (sscanf(buf, "CHILD rc=%d policy=%d hg=%d nh=%d disabled=%d", &cr->rc, &cr->policy,
+		   &cr->hg, &cr->nh, &cr->disabled) != 5)
+		return -EIO;
+	return 0;
+}
+
+static int child_main(int argc, char **argv)
+{
+	bool rfc_flag = argc > 2 && !strcmp(argv[2], "rfc");
+	THP_OPTS(thp_default_opts, o, .flags = rfc_flag ? THP_DEFAULT_F_RFC_PRCTL : 0,
+		 .prctl_set = 78, .prctl_get = 79);
+	bool hg = false, nh = false;
+	int r = thp_get_default(&o);
+
+	fresh_flags(&hg, &nh);
+	printf("CHILD rc=%d policy=%d hg=%d nh=%d disabled=%d\n", r, r ? -1 : (int)o.policy, hg,
+	       nh, (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
+	fflush(stdout);
+	return 0;
+}
+
+struct sd_case {
+	unsigned int policy;
+	bool rfc_flag;
+};
+
+static const char *pol_name(unsigned int p)
+{
+	return thp_policy_name(p);
+}
+
+/* Expected outcome of thp_set_default on this kernel. */
+static void sd_expect(const struct sd_case *k, int *ret, unsigned int *be, bool *persistent)
+{
+	*ret = 0;
+	*persistent = true;
+	switch (k->policy) {
+	case THP_POLICY_SYSTEM:
+		*be = k->rfc_flag ? THP_BACKEND_PRCTL_POLICY : THP_BACKEND_PRCTL_DISABLE;
+		break;
+	case THP_POLICY_HUGE:
+		if (!rfc) {
+			*be = THP_BACKEND_EXISTING_ONLY;
+			*persistent = false;
+		} else if (k->rfc_flag) {
+			*be = THP_BACKEND_PRCTL_POLICY;
+		} else {
+			*be = THP_BACKEND_PMADV; /* README item 3 */
+			*persistent = false;
+		}
+		break;
+	case THP_POLICY_NOHUGE:
+		if (!rfc) {
+			*ret = -EOPNOTSUPP;
+			*be = 0;
+			*persistent = false;
+		} else {
+			*be = k->rfc_flag ? THP_BACKEND_PRCTL_POLICY : THP_BACKEND_PMADV;
+		}
+		break;
+	default:
+		*be = THP_BACKEND_PRCTL_DISABLE;
+		break;
+	}
+}
+
+/* Flags of a fresh mapping in a forked (not exec'd) child. */
+static void fork_flags_child(int wfd, void *arg)
+{
+	int res[3] = { 0, 0, 0 };
+	bool hg = false, nh = false;
+
+	(void)arg;
+	res[0] = fresh_flags(&hg, &nh);
+	res[1] = hg;
+	res[2] = nh;
+	if (write(wfd, res, sizeof(res)) != (ssize_t)sizeof(res))
+		_exit(1);
+}
+
+static void sd_case_run(void *arg)
+{
+	const struct sd_case *k = arg;
+	char name[96];
+	struct check c = { .name = name };
+	int exp_ret;
+	unsigned int exp_be;
+	bool exp_pers;
+	uint32_t fl = k->rfc_flag ? THP_DEFAULT_F_RFC_PRCTL : 0;
+	THP_OPTS(thp_default_opts, o, .policy = k->policy, .flags = fl, .prctl_set = 78,
+		 .prctl_get = 79);
+	void *existing;
+	int r;
+
+	snprintf(name, sizeof(name), "set_default_%s%s", pol_name(k->policy),
+		 k->rfc_flag ? "_rfcprctl" : "");
+	existing = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (existing == MAP_FAILED) {
+		fail(name, "mmap");
+		return;
+	}
+	sd_expect(k, &exp_ret, &exp_be, &exp_pers);
+	r = thp_set_default(&o);
+	printf("VMTEST INFO %s: ret=%d backend_used=%u(%s) persistent=%d changed=%llu detail='%s'\n",
+	       name, r, o.backend_used, thp_backend_name(o.backend_used), o.persistent,
+	       (unsigned long long)o.mappings_changed, thp_strerror_detail());
+	if (r != exp_ret) {
+		cfail(&c, "ret %d, expected %d", r, exp_ret);
+	} else if (r == 0) {
+		if (o.backend_used != exp_be)
+			cfail(&c, "backend_used %s, expected %s", thp_backend_name(o.backend_used),
+			      thp_backend_name(exp_be));
+		if (o.persistent != exp_pers)
+			cfail(&c, "persistent %d, expected %d", o.persistent, exp_pers);
+	}
+	if (r == 0 && k->policy == THP_POLICY_HUGE) {
+		/* README item 4 (and existing-only): existing mappings advised. */
+		if (o.mappings_changed == 0 && !smap_at((uintptr_t)existing).hg)
+			cfail(&c, "HUGE: mappings_changed 0 and an existing mapping is not hg");
+	}
+	if (r == 0 && o.persistent) {
+		int res[3] = { -1, 0, 0 };
+		struct child_report cr;
+
+		/* fork: fresh mapping flags */
+		if (run_piped(fork_flags_child, NULL, res, sizeof(res)) || res[0])
+			cfail(&c, "fork child failed");
+		else if (k->policy == THP_POLICY_HUGE && !res[1])
+			cfail(&c, "persistent HUGE but a forked child's fresh mapping is not hg");
+		else if (k->policy == THP_POLICY_NOHUGE && !res[2])
+			cfail(&c, "persistent NOHUGE but a forked child's fresh mapping is not nh");
+		else if ((k->policy == THP_POLICY_SYSTEM || k->policy == THP_POLICY_NEVER) &&
+			 (res[1] || res[2]))
+			cfail(&c, "%s: forked child's fresh mapping hg=%d nh=%d", pol_name(k->policy),
+			      res[1], res[2]);
+		/* fork + exec */
+		if (exec_child(k->rfc_flag, &cr)) {
+			cfail(&c, "exec'd child gave no report");
+		} else {
+			printf("VMTEST INFO %s: exec child rc=%d policy=%d hg=%d nh=%d disabled=%d\n",
+			       name, cr.rc, cr.policy, cr.hg, cr.nh, cr.disabled);
+			if (cr.rc || cr.policy != (int)k->policy)
+				cfail(&c, "persistent claimed, but exec'd child's thp_get_default: "
+				      "rc %d policy %d, expected %s", cr.rc, cr.policy,
+				      pol_name(k->policy));
+			if (k->policy == THP_POLICY_HUGE && !cr.hg)
+				cfail(&c, "exec'd child's fresh mapping not hg");
+			if (k->policy == THP_POLICY_NOHUGE && !cr.nh)
+				cfail(&c, "exec'd child's fresh mapping not nh");
+			if (k->policy == THP_POLICY_NEVER && cr.disabled != 1)
+				cfail(&c, "exec'd child's PR_GET_THP_DISABLE %d", cr.disabled);
+		}
+	}
+	cdone(&c);
+
+	/* Reset to SYSTEM. */
+	{
+		char rname[112];
+		struct check rc = { .name = rname };
+		THP_OPTS(thp_default_opts, s, .policy = THP_POLICY_SYSTEM, .flags = fl,
+			 .prctl_set = 78, .prctl_get = 79);
+		bool hg = true, nh = true;
+
+		snprintf(rname, sizeof(rname), "%s_reset", name);
+		r = thp_set_default(&s);
+		if (o.backend_used == THP_BACKEND_PMADV) {
+			/*
+			 * The RFC flag has no way back: libthp must say so
+			 * (-EOPNOTSUPP) instead of claiming SYSTEM.
+			 */
+			if (r != -EOPNOTSUPP)
+				cfail(&rc, "SYSTEM after a PMADV default returned %d, want -EOPNOTSUPP", r);
+			if (fresh_flags(&hg, &nh) || !(hg || nh))
+				cfail(&rc, "PMADV default vanished (hg=%d nh=%d): then SYSTEM should succeed",
+				      hg, nh);
+			cdone(&rc);
+			return;
+		}
+		if (r)
+			cfail(&rc, "thp_set_default(SYSTEM) = %d (%s)", r, thp_strerror_detail());
+		if (fresh_flags(&hg, &nh) || hg || nh)
+			cfail(&rc, "after SYSTEM a fresh mapping shows hg=%d nh=%d (policy %s set "
+			      "through %s)", hg, nh, pol_name(k->policy),
+			      thp_backend_name(o.backend_used));
+		if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) != 0)
+			cfail(&rc, "PR_GET_THP_DISABLE still set after SYSTEM");
+		cdone(&rc);
+	}
+}
+
+static void check_set_default(void)
+{
+	for (int f = 0; f < (rfc ? 2 : 1); f++)
+		for (unsigned int p = 0; p < THP_POLICY_COUNT; p++) {
+			struct sd_case k = { .policy = p, .rfc_flag = f };
+			int st = in_child(sd_case_run, &k);
+
+			if (st)
+				fail("set_default_child", "case %s rfc=%d exited with %d",
+				     pol_name(p), f, st);
+		}
+}
+
+/* README item 5 is the HUGE + RFC prctl exec check above; also a named one. */
+static void rfc5_run(void *arg)
+{
+	struct check c = { .name = "rfc5_prctl_huge_survives_exec" };
+	THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_HUGE, .flags = THP_DEFAULT_F_RFC_PRCTL,
+		 .prctl_set = 78, .prctl_get = 79);
+	struct child_report cr;
+	int r;
+
+	(void)arg;
+	r = thp_set_default(&o);
+	if (r || o.backend_used != THP_BACKEND_PRCTL_POLICY || !o.persistent)
+		cfail(&c, "thp_set_default(HUGE, RFC_PRCTL) = %d backend %u persistent %d", r,
+		      o.backend_used, o.persistent);
+	else if (exec_child(true, &cr))
+		cfail(&c, "no report from exec'd child");
+	else if (cr.rc || cr.policy != THP_POLICY_HUGE || !cr.hg)
+		cfail(&c, "exec'd child: rc %d policy %d hg %d", cr.rc, cr.policy, cr.hg);
+	cdone(&c);
+}
+
+static void rfc3_run(void *arg)
+{
+	struct check c = { .name = "rfc3_pmadv_set_default_huge_not_persistent" };
+	THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_HUGE, .backend = THP_BACKEND_PMADV);
+	int r;
+
+	(void)arg;
+	r = thp_set_default(&o);
+	if (r || o.backend_used != THP_BACKEND_PMADV || o.persistent)
+		cfail(&c, "thp_set_default(HUGE, PMADV) = %d backend %u persistent %d "
+		      "(expected 0, pmadv, 0)", r, o.backend_used, o.persistent);
+	cdone(&c);
+}
+
+static void rfc4_run(void *arg)
+{
+	struct check c = { .name = "rfc4_prctl_huge_advises_existing" };
+	THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_HUGE, .flags = THP_DEFAULT_F_RFC_PRCTL,
+		 .prctl_set = 78, .prctl_get = 79);
+	void *m = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int r;
+
+	(void)arg;
+	r = thp_set_default(&o);
+	if (r || o.backend_used != THP_BACKEND_PRCTL_POLICY)
+		cfail(&c, "thp_set_default(HUGE, RFC_PRCTL) = %d backend %u", r, o.backend_used);
+	else if (o.mappings_changed == 0 && !smap_at((uintptr_t)m).hg)
+		cfail(&c, "mappings_changed 0 and the existing mapping is not hg");
+	cdone(&c);
+}
+
+static void stock_run(void *arg)
+{
+	struct check c = { .name = "stock_set_default" };
+	int r;
+
+	(void)arg;
+	{
+		THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_NOHUGE);
+
+		r = thp_set_default(&o);
+		if (r != -EOPNOTSUPP)
+			cfail(&c, "NOHUGE: %d, expected -EOPNOTSUPP", r);
+	}
+	{
+		THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_HUGE);
+
+		r = thp_set_default(&o);
+		if (r || o.backend_used != THP_BACKEND_EXISTING_ONLY || o.persistent)
+			cfail(&c, "HUGE: %d backend %u persistent %d", r, o.backend_used,
+			      o.persistent);
+	}
+	{
+		THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_NEVER);
+		struct child_report cr;
+
+		r = thp_set_default(&o);
+		if (r || o.backend_used != THP_BACKEND_PRCTL_DISABLE || !o.persistent)
+			cfail(&c, "NEVER: %d backend %u persistent %d", r, o.backend_used,
+			      o.persistent);
+		else if (exec_child(false, &cr) || cr.policy != THP_POLICY_NEVER)
+			cfail(&c, "NEVER not seen in exec'd child");
+	}
+	cdone(&c);
+}
+
+/* ---- main ------------------------------------------------------------ */
+
+static void setup_console(void)
+{
+	if (fcntl(1, F_GETFD) >= 0)
+		return;
+	mkdir("/dev", 0755);
+	mknod("/dev/console", S_IFCHR | 0600, makedev(5, 1));
+	{
+		int fd = open("/dev/console", O_RDWR);
+
+		if (fd >= 0) {
+			dup2(fd, 0);
+			dup2(fd, 1);
+			dup2(fd, 2);
+			if (fd > 2)
+				close(fd);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	char cmdline[4096];
+	const char *f;
+
+	if (argc > 1 && !strcmp(argv[1], "--child"))
+		return child_main(argc, argv);
+
+	setup_console();
+	mkdir("/proc", 0555);
+	mkdir("/sys", 0555);
+	mount("proc", "/proc", "proc", 0, NULL);
+	mount("sysfs", "/sys", "sysfs", 0, NULL);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("\nVMTEST START\n");
+
+	if (read_file("/proc/cmdline", cmdline, sizeof(cmdline)) <= 0 ||
+	    !(f = strstr(cmdline, "thp_flavour="))) {
+		fail("flavour", "no thp_flavour= on the kernel command line");
+		goto done;
+	}
+	f += strlen("thp_flavour=");
+	if (!strncmp(f, "rfc-fixed", 9)) {
+		flavour = FL_RFC_FIXED;
+		flavour_name = "rfc-fixed";
+	} else if (!strncmp(f, "rfc", 3)) {
+		flavour = FL_RFC;
+		flavour_name = "rfc";
+	} else if (!strncmp(f, "stock", 5)) {
+		flavour = FL_STOCK;
+		flavour_name = "stock";
+	} else {
+		fail("flavour", "unknown thp_flavour");
+		goto done;
+	}
+	rfc = flavour != FL_STOCK;
+	printf("VMTEST INFO flavour %s libthp %s\n", flavour_name, thp_version());
+
+	check_probe();
+	check_apply_ranges();
+	check_apply_all();
+	check_set_default();
+	if (rfc) {
+		check_skip_normalisation();
+		check_rfc2();
+		in_child(rfc3_run, NULL);
+		in_child(rfc4_run, NULL);
+		in_child(rfc5_run, NULL);
+	} else {
+		in_child(stock_run, NULL);
+	}
+done:
+	printf("VMTEST DONE (%d failed)\n", nfail);
+	fflush(stdout);
+	sync();
+	reboot(RB_POWER_OFF);
+	for (;;)
+		pause();
+}
