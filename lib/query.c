@@ -131,7 +131,7 @@ THP_API int thp_query(struct thp_query_opts *opts)
 	memset(lr, 0, sizeof(*lr));
 	lr->fd = sys_open(path, O_RDONLY);
 	if (lr->fd < 0) {
-		err = lr->fd == -ENOENT ? -ESRCH : lr->fd;
+		err = lr->fd == -ENOENT && !t.self ? -ESRCH : lr->fd;
 		report_set_detail("cannot open %s", path);
 		goto out;
 	}

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Fuzz the request paths: thp_apply_ranges(), thp_apply_all(), thp_query()
+ * with arbitrary options struct sizes and tails, flags, advice, backends,
+ * targets and ranges, most of them relative to a real 64 MiB area (with
+ * holes and a NOHUGE part), some arbitrary (unaligned, wrapping, kernel).
+ *
+ * Invariants (abort() on violation):
+ * - returns lie in [-4095, nr_ranges] (apply_ranges), are exact counts;
+ * - advice that is not THP advice never gets past validation (-EINVAL or
+ *   -E2BIG), and the pattern-filled parts of the area keep their checksum
+ *   after every call: no data is ever lost;
+ * - every report is self-consistent;
+ * - a sentinel mapping outside the area never gets hg / nh in VmFlags from
+ *   anything but thp_apply_all() (checked every 100 inputs, via smaps).
+ *
+ * Input layout (missing bytes read as zero):
+ *   u8 ops (bit0 apply_ranges, bit1 apply_all, bit2 query)
+ *   u8 size selector, u8 tail selector, u8 target, u32 flags, u8 advice
+ *   selector (+ i32 raw advice), u8 backend, u8 nr_ranges, ranges
+ *   (u8 kind, then u16/u16 pages or u64/u64 raw), u8 caps.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+#include "thp/thp.h"
+
+#define MIB (1024UL * 1024UL)
+#define AREA_SIZE (64 * MIB)
+#define GUARD (2 * MIB)
+#define PAT_LEN (2 * MIB)         /* [0, 2 MiB): pattern, collapsible */
+#define NOHUGE_OFF (4 * MIB)      /* [4, 8 MiB): MADV_NOHUGEPAGE */
+#define NOHUGE_LEN (4 * MIB)
+#define NOHUGE_PAT_LEN (512 * 1024UL)
+#define MAX_RANGES 16
+#define SENTINEL_EVERY 100
+
+static uint8_t *area;
+static uint8_t *sentinel;   /* middle page of three; the outer two are PROT_NONE */
+static size_t page;
+static uint64_t pat_sum;
+static int self_pidfd = -1, null_fd = -1;
+static unsigned long iterations;
+
+struct in {
+	const uint8_t *p;
+	size_t n;
+};
+
+static uint64_t take(struct in *in, unsigned int bytes)
+{
+	uint64_t v = 0;
+
+	for (unsigned int i = 0; i < bytes; i++) {
+		uint64_t b = 0;
+
+		if (in->n) {
+			b = *in->p++;
+			in->n--;
+		}
+		v |= b << (8 * i);
+	}
+	return v;
+}
+
+static void fail(const char *what)
+{
+	fprintf(stderr, "fuzz_requests: invariant violated: %s\n", what);
+	abort();
+}
+
+static uint8_t pattern_byte(size_t i)
+{
+	return (uint8_t)(i * 131 + 7 + (i >> 12));
+}
+
+static uint64_t checksum(void)
+{
+	const uint64_t *a = (const uint64_t *)area;
+	const uint64_t *b = (const uint64_t *)(area + NOHUGE_OFF);
+	uint64_t s = 0x9e3779b97f4a7c15ULL;
+
+	for (size_t i = 0; i < PAT_LEN / 8; i++)
+		s = ((s << 7) | (s >> 57)) + (a[i] ^ i);
+	for (size_t i = 0; i < NOHUGE_PAT_LEN / 8; i++)
+		s = ((s << 7) | (s >> 57)) + (b[i] ^ i);
+	return s;
+}
+
+static void sentinel_map(void)
+{
+	void *p = mmap(sentinel, page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+
+	if (p != sentinel)
+		fail("cannot (re)map the sentinel");
+	sentinel[0] = 0x5a;
+}
+
+/* The sentinel's VmFlags carry neither hg nor nh. */
+static void sentinel_check(void)
+{
+	char head[64], line[512];
+	bool in = false, seen = false;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		fail("cannot open /proc/self/smaps");
+	snprintf(head, sizeof(head), "%lx-", (unsigned long)(uintptr_t)sentinel);
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, head, strlen(head))) {
+			in = true;
+			continue;
+		}
+		if (in && !strncmp(line, "VmFlags:", 8)) {
+			seen = true;
+			if (strstr(line, " hg") || strstr(line, " nh")) {
+				fclose(f);
+				fail("sentinel mapping outside the area changed VmFlags");
+			}
+			break;
+		}
+	}
+	fclose(f);
+	if (!seen)
+		fail("sentinel mapping not found in smaps");
+}
+
+static void setup(void)
+{
+	size_t total = AREA_SIZE + 2 * GUARD + 2 * MIB;
+	uint8_t *base, *s3;
+	uintptr_t a;
+
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		fail("mmap reserve");
+	a = ((uintptr_t)base + GUARD + 2 * MIB - 1) & ~(uintptr_t)(2 * MIB - 1);
+	area = (uint8_t *)a;
+	if (mmap(area, AREA_SIZE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != area)
+		fail("mmap area");
+	if (madvise(area + NOHUGE_OFF, NOHUGE_LEN, MADV_NOHUGEPAGE))
+		fail("madvise NOHUGE");
+	for (size_t i = 0; i < PAT_LEN; i++)
+		area[i] = pattern_byte(i);
+	for (size_t i = 0; i < NOHUGE_PAT_LEN; i++)
+		area[NOHUGE_OFF + i] = pattern_byte(i + 1);
+	/* A few pages touched elsewhere, and holes of several sizes. */
+	for (size_t off = 9 * MIB; off < AREA_SIZE; off += 5 * MIB + page)
+		area[off] = 1;
+	if (munmap(area + 12 * MIB, 64 * 1024) || munmap(area + 20 * MIB, 2 * MIB) ||
+	    munmap(area + 40 * MIB + page, page) || munmap(area + AREA_SIZE - 3 * page, page))
+		fail("munmap holes");
+	pat_sum = checksum();
+
+	s3 = mmap(NULL, 3 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (s3 == MAP_FAILED)
+		fail("mmap sentinel");
+	sentinel = s3 + page;
+	sentinel_map();
+	sentinel_check();
+
+	self_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (self_pidfd <= 0 || null_fd <= 0)
+		fail("cannot open helper descriptors");
+}
+
+static bool thp_advice(int advice)
+{
+	return advice == THP_ADVICE_HUGE || advice == THP_ADVICE_NOHUGE ||
+	       advice == THP_ADVICE_COLLAPSE;
+}
+
+static int pick_target(uint8_t sel)
+{
+	switch (sel % 8) {
+	case 4: return self_pidfd;
+	case 5: return null_fd;
+	case 6: return -1 - (int)(sel >> 3);
+	case 7: return 1000 + (int)sel; /* almost surely not open */
+	default: return THP_SELF;
+	}
+}
+
+static int pick_advice(struct in *in)
+{
+	uint8_t sel = (uint8_t)take(in, 1);
+
+	switch (sel % 8) {
+	case 0: case 1: return THP_ADVICE_HUGE;
+	case 2: case 3: return THP_ADVICE_NOHUGE;
+	case 4: case 5: return THP_ADVICE_COLLAPSE;
+	case 6: return (int)(sel >> 3) * 2; /* small: DONTNEED (4), FREE (8), ... */
+	default: return (int)(uint32_t)take(in, 4);
+	}
+}
+
+/* Options struct size: exact, short, or longer with a (maybe non-zero) tail. */
+static size_t pick_size(uint8_t sel, size_t real)
+{
+	switch (sel % 4) {
+	case 1: return (size_t)(sel >> 2) % real;
+	case 2: return real + 8 * ((size_t)(sel >> 2) % 8);
+	default: return real;
+	}
+}
+
+static void put_tail(uint8_t *buf, size_t real, size_t sz, uint8_t tail)
+{
+	if (sz > real && (tail & 1))
+		buf[real + (size_t)(tail >> 1) % (sz - real)] = (uint8_t)(tail | 1);
+}
+
+static void check_ret(int r, long lo, long hi, const char *what)
+{
+	if (r < lo || r > hi || r < -4095) {
+		fprintf(stderr, "%s returned %d, outside [%ld, %ld]\n", what, r, lo, hi);
+		fail("return value range");
+	}
+}
+
+static void check_report(const struct thp_report *r)
+{
+	if (r->bytes_advised > r->len || r->bytes_unmapped > r->len - r->bytes_advised)
+		fail("report: bytes_advised + bytes_unmapped > len");
+	if (r->error == 0 && r->fail_addr != 0)
+		fail("report: fail_addr without error");
+	if (r->error < 0)
+		fail("report: negative error");
+	if (r->reserved0 || r->reserved[0] || r->reserved[1])
+		fail("report: reserved words set");
+}
+
+static void check_data(const char *what)
+{
+	if (checksum() != pat_sum) {
+		fprintf(stderr, "after %s\n", what);
+		fail("pattern checksum changed: data lost");
+	}
+}
+
+static void read_range(struct in *in, struct thp_range *r)
+{
+	uint8_t kind = (uint8_t)take(in, 1);
+
+	if (kind % 4 != 3) {
+		/* Page offsets from the area start, reaching into the guards. */
+		long pg = (long)take(in, 2) % (long)(AREA_SIZE / page + 64) - 32;
+		uint64_t len = take(in, 2) % (AREA_SIZE / page + 64);
+
+		r->addr = (uint64_t)(uintptr_t)area + (uint64_t)pg * page;
+		r->len = len * page;
+		if (kind & 4)
+			r->len -= (kind >> 4); /* not a page multiple: rounded up */
+		if ((kind & 8) && r->len)
+			r->addr += kind >> 4;  /* unaligned: -EINVAL */
+	} else {
+		r->addr = take(in, 8);
+		r->len = take(in, 8);
+	}
+	/* Only the library may touch the sentinel: keep requests off it. */
+	{
+		uint64_t s = (uint64_t)(uintptr_t)sentinel;
+		uint64_t e = r->len > UINT64_MAX - r->addr ? UINT64_MAX : r->addr + r->len + page;
+
+		if (r->addr < s + page && e > s)
+			r->addr ^= 1ULL << 63;
+	}
+}
+
+static void do_apply_ranges(struct in *in, uint8_t szsel, uint8_t tail, int pidfd)
+{
+	static struct thp_report reports[MAX_RANGES];
+	struct thp_range ranges[MAX_RANGES];
+	union {
+		struct thp_apply_opts o;
+		uint8_t b[sizeof(struct thp_apply_opts) + 64];
+	} u;
+	size_t sz = pick_size(szsel, sizeof(u.o)), nr;
+	uint8_t flags_sel, backend, nsel;
+	bool null_ranges, with_reports;
+	int advice, r;
+
+	memset(&u, 0, sizeof(u));
+	flags_sel = (uint8_t)take(in, 1);
+	advice = pick_advice(in);
+	backend = (uint8_t)take(in, 1);
+	nsel = (uint8_t)take(in, 1);
+	nr = nsel % (MAX_RANGES + 1);
+	null_ranges = nr && (nsel & 0x80) && (nsel & 0x40);
+	with_reports = !(nsel & 0x20);
+	for (size_t i = 0; i < nr; i++)
+		read_range(in, &ranges[i]);
+
+	u.o.sz = sz;
+	u.o.pidfd = pidfd;
+	u.o.advice = advice;
+	u.o.flags = flags_sel & 0x80 ? (uint32_t)take(in, 4) : flags_sel & 3u;
+	u.o.backend = backend % 10;
+	u.o.reports = with_reports ? reports : NULL;
+	put_tail(u.b, sizeof(u.o), sz, tail);
+	memset(reports, 0, sizeof(reports));
+
+	r = thp_apply_ranges(null_ranges ? NULL : ranges, nr, &u.o);
+	check_ret(r, -4095, (long)nr, "thp_apply_ranges");
+	if (r >= 0 && !(u.o.flags & THP_F_SKIP_ERRORS) && (size_t)r != nr)
+		fail("thp_apply_ranges: success short of nr_ranges without SKIP_ERRORS");
+	if (!thp_advice(advice) && r != -EINVAL && r != -E2BIG)
+		fail("non-THP advice was not refused");
+	if (null_ranges && r >= 0)
+		fail("NULL ranges accepted");
+	for (size_t i = 0; i < nr; i++)
+		check_report(&reports[i]);
+	check_data("thp_apply_ranges");
+}
+
+static void do_apply_all(struct in *in, uint8_t szsel, uint8_t tail, int pidfd)
+{
+	static struct thp_report failures[8];
+	union {
+		struct thp_apply_all_opts o;
+		uint8_t b[sizeof(struct thp_apply_all_opts) + 64];
+	} u;
+	size_t sz = pick_size(szsel, sizeof(u.o));
+	uint8_t flags_sel = (uint8_t)take(in, 1), capsel;
+	int advice = pick_advice(in), r;
+
+	memset(&u, 0, sizeof(u));
+	u.o.sz = sz;
+	u.o.pidfd = pidfd;
+	u.o.advice = advice;
+	u.o.flags = flags_sel & 0x80 ? (uint32_t)take(in, 4) : flags_sel & 3u;
+	u.o.backend = (uint32_t)take(in, 1) % 10;
+	capsel = (uint8_t)take(in, 1);
+	u.o.failures_cap = capsel % 9;
+	u.o.failures = (capsel & 0x80) ? NULL : failures;
+	put_tail(u.b, sizeof(u.o), sz, tail);
+	memset(failures, 0, sizeof(failures));
+
+	r = thp_apply_all(&u.o);
+	/* It may legitimately advise the sentinel: give it a fresh mapping. */
+	if (thp_advice(advice))
+		sentinel_map();
+	check_ret(r, -4095, INT32_MAX, "thp_apply_all");
+	if (!thp_advice(advice) && r != -EINVAL && r != -E2BIG)
+		fail("non-THP advice was not refused (apply_all)");
+	if (u.o.failures_cap && !u.o.failures && r >= 0)
+		fail("NULL failures with a capacity accepted");
+	if (r >= 0) {
+		if ((uint64_t)r != (u.o.mappings_advised > INT32_MAX ? INT32_MAX : u.o.mappings_advised))
+			fail("thp_apply_all: return != mappings_advised");
+		if (u.o.mappings_advised + u.o.mappings_skipped > u.o.mappings_seen)
+			fail("thp_apply_all: advised + skipped > seen");
+	}
+	if (u.o.failures) {
+		size_t n = u.o.failures_needed < u.o.failures_cap ? u.o.failures_needed
+								  : u.o.failures_cap;
+
+		for (size_t i = 0; i < n; i++) {
+			check_report(&failures[i]);
+			if (r >= 0 && failures[i].error == 0)
+				fail("apply_all failure entry without error");
+		}
+	}
+	check_data("thp_apply_all");
+}
+
+static void do_query(struct in *in, uint8_t szsel, uint8_t tail, int pidfd)
+{
+	static struct thp_mapping_state states[8];
+	union {
+		struct thp_query_opts o;
+		uint8_t b[sizeof(struct thp_query_opts) + 64];
+	} u;
+	size_t sz = pick_size(szsel, sizeof(u.o));
+	struct thp_range q;
+	uint8_t capsel;
+	int r;
+
+	memset(&u, 0, sizeof(u));
+	read_range(in, &q);
+	capsel = (uint8_t)take(in, 1);
+	u.o.sz = sz;
+	u.o.pidfd = pidfd;
+	u.o.flags = (capsel & 0x40) ? (uint32_t)take(in, 1) : 0;
+	u.o.addr = q.addr;
+	u.o.len = q.len;
+	u.o.states_cap = capsel % 9;
+	u.o.states = (capsel & 0x80) ? NULL : states;
+	put_tail(u.b, sizeof(u.o), sz, tail);
+
+	r = thp_query(&u.o);
+	check_ret(r, -4095, (long)u.o.states_cap, "thp_query");
+	if (r >= 0) {
+		size_t want = u.o.states_needed < u.o.states_cap ? u.o.states_needed
+								 : u.o.states_cap;
+
+		if ((size_t)r != want)
+			fail("thp_query: return != min(states_needed, states_cap)");
+		for (int i = 0; i < r; i++)
+			if (states[i].start >= states[i].end)
+				fail("thp_query: state with start >= end");
+	}
+	check_data("thp_query");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct in in = { data, size };
+	uint8_t ops, szsel, tail;
+	int pidfd;
+
+	if (!area)
+		setup();
+	ops = (uint8_t)take(&in, 1);
+	szsel = (uint8_t)take(&in, 1);
+	tail = (uint8_t)take(&in, 1);
+	pidfd = pick_target((uint8_t)take(&in, 1));
+
+	if (ops & 1)
+		do_apply_ranges(&in, szsel, tail, pidfd);
+	if (ops & 2)
+		do_apply_all(&in, szsel, tail, pidfd);
+	if (ops & 4)
+		do_query(&in, szsel, tail, pidfd);
+	if (++iterations % SENTINEL_EVERY == 0)
+		sentinel_check();
+	return 0;
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Write the seed corpora of the fuzz targets (fuzz/corpus/<target>/).
+
+Run from anywhere: python3 fuzz/gen_corpus.py.  The output is deterministic.
+Input layout of fuzz_requests: see the comment at the top of fuzz_requests.c.
+"""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PAGE = 4096
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, 'corpus', target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), 'wb') as f:
+        f.write(data)
+
+
+def rel(pg, npages, kind=0):
+    # kind % 4 != 3: page offset (biased by +32 pages) and page count.
+    return bytes([kind]) + struct.pack('<HH', pg + 32, npages)
+
+
+def raw(addr, length):
+    return bytes([3]) + struct.pack('<QQ', addr, length)
+
+
+def head(ops, szsel=0, tail=0, target=0):
+    return bytes([ops, szsel, tail, target])
+
+
+def ranges_part(flags, advice_sel, backend, rngs, nsel_extra=0):
+    return bytes([flags, advice_sel, backend, len(rngs) | nsel_extra]) + b''.join(rngs)
+
+
+HUGE, NOHUGE, COLLAPSE = 0, 2, 4
+MB = 256  # pages per MiB
+
+# requests
+write('requests', 'huge_pattern', head(1) + ranges_part(0, HUGE, 0, [rel(0, 2 * MB)]))
+write('requests', 'collapse_pattern', head(1) + ranges_part(0, COLLAPSE, 0, [rel(0, 2 * MB)]))
+write('requests', 'nohuge_over_hole',
+      head(1) + ranges_part(0, NOHUGE, 0, [rel(11 * MB, 3 * MB)]))
+write('requests', 'skip_errors_multi',
+      head(1) + ranges_part(1, HUGE, 3, [rel(0, 4 * MB), rel(19 * MB, 4 * MB),
+                                          rel(40 * MB, 2), rel(-8, 16)]))
+write('requests', 'no_error_unmapped_pm',
+      head(1) + ranges_part(2, COLLAPSE, 2, [rel(4 * MB, 4 * MB), rel(20 * MB, 2 * MB)]))
+write('requests', 'destructive_advice',
+      head(1) + ranges_part(0, 6 | (2 << 3), 0, [rel(0, 2 * MB)]))  # advice 4: DONTNEED
+write('requests', 'raw_wrapping',
+      head(1) + ranges_part(0, HUGE, 0, [raw(0xfffffffffffff000, 0x2000), raw(0x1001, 5)]))
+write('requests', 'short_size', head(1, szsel=1 | (3 << 2)) + ranges_part(0, HUGE, 0, [rel(0, 1)]))
+write('requests', 'tail_nonzero', head(1, szsel=2 | (2 << 2), tail=3) +
+      ranges_part(0, HUGE, 0, [rel(0, 1)]))
+write('requests', 'pidfd_self', head(1, target=4) + ranges_part(0, COLLAPSE, 0, [rel(0, 2 * MB)]))
+write('requests', 'not_a_pidfd', head(1, target=5) + ranges_part(0, HUGE, 0, [rel(0, 1)]))
+write('requests', 'apply_all_collapse', head(2) + bytes([1, COLLAPSE, 0, 4]))
+write('requests', 'apply_all_huge_madvise', head(2) + bytes([0, HUGE, 3, 2]))
+write('requests', 'query_area', head(4) + rel(0, 16 * MB) + bytes([8]))
+write('requests', 'all_three',
+      head(7) + ranges_part(0, NOHUGE, 0, [rel(4 * MB, MB)]) + bytes([1, NOHUGE, 0, 1]) +
+      rel(0, 0) + bytes([4]))
+write('requests', 'empty', b'')
+
+# parsers
+maps = [
+    b'7f0000000000-7f0000200000 rw-p 00000000 00:00 0 \n',
+    b'00400000-00452000 r-xp 00000000 08:02 173521      /usr/bin/dbus-daemon\n',
+    b'ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n',
+    b'1000-1000 rw-p 00000000 00:00 0\n',
+    b'2000-1000 rw-p 00000000 00:00 0\n',
+    b'10000000000000000-20000000000000000 rw-p\n',
+    b'abc-',
+    b'-1000 r--p',
+    b'7ffd1c3a2000-7ffd1c3c3000 rw-p 00000000 00:00 0                          [stack]',
+    b'DEAD-BEEF rw-p\n',
+]
+for i, m in enumerate(maps):
+    write('parsers', 'line%02d' % i, m)
