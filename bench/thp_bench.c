@@ -31,43 +31,13 @@
 
 #include <thp/thp.h>
 
+/* Kernel constants the 6.1 headers lack, shared with the library. */
+#include "compat.h"
+
 #define REPS 15
 #define MIB (1024UL * 1024UL)
 #define PMD (2 * MIB)
 
-#ifndef MADV_HUGEPAGE
-#define MADV_HUGEPAGE 14
-#endif
-#ifndef MADV_NOHUGEPAGE
-#define MADV_NOHUGEPAGE 15
-#endif
-#ifndef __NR_process_madvise
-#define __NR_process_madvise 440
-#endif
-#ifndef __NR_pidfd_open
-#define __NR_pidfd_open 434
-#endif
-
-/* PROCMAP_QUERY (6.11), as in lib/compat.h; own name to avoid header clashes. */
-struct bench_procmap_query {
-	__u64 size;
-	__u64 query_flags;
-	__u64 query_addr;
-	__u64 vma_start;
-	__u64 vma_end;
-	__u64 vma_flags;
-	__u64 vma_page_size;
-	__u64 vma_offset;
-	__u64 inode;
-	__u32 dev_major;
-	__u32 dev_minor;
-	__u32 vma_name_size;
-	__u32 build_id_size;
-	__u64 vma_name_addr;
-	__u64 build_id_addr;
-};
-#define BENCH_PROCMAP_QUERY _IOWR('f', 17, struct bench_procmap_query)
-#define BENCH_QUERY_COVERING_OR_NEXT_VMA 0x10
 
 /* ---------------------------------------------------------------- utils */
 
@@ -209,7 +179,7 @@ static int get_raw_pidfd(void)
 		die("mmap");
 	iov.iov_base = p;
 	iov.iov_len = 4096;
-	if (syscall(__NR_process_madvise, -10001, &iov, 1, MADV_HUGEPAGE, 0) == 4096) {
+	if (syscall(__NR_process_madvise, THP_PIDFD_SELF_PROCESS_NEW, &iov, 1, MADV_HUGEPAGE, 0) == 4096) {
 		raw_pidfd = -10001;
 	} else {
 		raw_pidfd = (int)syscall(__NR_pidfd_open, getpid(), 0);
@@ -573,13 +543,13 @@ static size_t walk_procmap_query(void)
 	if (fd < 0)
 		die("open maps");
 	for (;;) {
-		struct bench_procmap_query q;
+		struct procmap_query q;
 
 		memset(&q, 0, sizeof(q));
 		q.size = sizeof(q);
 		q.query_addr = addr;
-		q.query_flags = BENCH_QUERY_COVERING_OR_NEXT_VMA;
-		if (ioctl(fd, BENCH_PROCMAP_QUERY, &q)) {
+		q.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA;
+		if (ioctl(fd, PROCMAP_QUERY, &q)) {
 			if (errno == ENOENT)
 				break;
 			die("PROCMAP_QUERY");
