@@ -190,6 +190,9 @@ THP_API int thp_apply_all(struct thp_apply_all_opts *opts)
 	}
 	err = walk_all(&ctx, &s, false);
 done:
+	/* A live process always has mappings; none means it had exited. */
+	if (err == 0 && opts->mappings_seen == 0 && target_alive(&t))
+		err = -ESRCH;
 	if (err == 0)
 		err = (int)(opts->mappings_advised > INT32_MAX ? INT32_MAX : opts->mappings_advised);
 	else if (target_alive(&t))

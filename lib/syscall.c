@@ -2,6 +2,7 @@
 /* Raw system calls: the only file that calls into the kernel directly. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -44,6 +45,16 @@ int sys_pidfd_open(pid_t pid, unsigned int flags)
 int sys_pidfd_send_signal(int pidfd, int sig)
 {
 	return (int)SYSRET(syscall(__NR_pidfd_send_signal, pidfd, sig, NULL, 0));
+}
+
+int sys_pidfd_poll_exited(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	int n = (int)SYSRET(poll(&p, 1, 0));
+
+	if (n < 0)
+		return n;
+	return n > 0 && (p.revents & POLLIN) ? 1 : 0;
 }
 
 int sys_open(const char *path, int flags)
