@@ -1,0 +1,972 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * thpctl against real processes: every test runs the installed-to-be
+ * binary ($THPCTL) on a target ($THPCTL_TARGET) and checks the effect in
+ * the target's /proc/PID/smaps, the exit status and the messages.  JSON is
+ * checked with python3's json module (valid document, fields, sums).
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <thp/thp.h>
+
+#include "helpers.h"
+
+#define MAX_ARGS 32
+
+/* ---- running thpctl ---------------------------------------------------- */
+
+struct result {
+	int status; /* exit status, or 128 + signal */
+	char *out, *err;
+};
+
+static const char *env_path(const char *name)
+{
+	const char *p = getenv(name);
+
+	ck_assert_msg(p && *p, "%s is not set (meson test sets it)", name);
+	return p;
+}
+
+static char *slurp_fd(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	ssize_t n;
+
+	ck_assert_ptr_nonnull(buf);
+	ck_assert(lseek(fd, 0, SEEK_SET) == 0);
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (cap - len < 2) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+			ck_assert_ptr_nonnull(buf);
+		}
+	}
+	ck_assert_msg(n == 0, "read: %s", strerror(errno));
+	buf[len] = '\0';
+	return buf;
+}
+
+/* Run @prog with @argv (NULL-terminated), stdin from @in (may be NULL). */
+static void run_prog(struct result *r, const char *prog, const char *const *argv,
+		     const char *in)
+{
+	int fo = memfd_create("out", MFD_CLOEXEC), fe = memfd_create("err", MFD_CLOEXEC);
+	int fi = memfd_create("in", MFD_CLOEXEC), st;
+	pid_t pid;
+
+	ck_assert(fo >= 0 && fe >= 0 && fi >= 0);
+	if (in) {
+		size_t len = strlen(in);
+
+		ck_assert(write(fi, in, len) == (ssize_t)len);
+		ck_assert(lseek(fi, 0, SEEK_SET) == 0);
+	}
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (dup2(fi, 0) < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+			_exit(120);
+		execv(prog, (char *const *)argv);
+		_exit(121);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r->out = slurp_fd(fo);
+	r->err = slurp_fd(fe);
+	close(fo);
+	close(fe);
+	close(fi);
+}
+
+/* thpctl ARGS... (NULL-terminated). */
+static void thpctl(struct result *r, ...)
+{
+	const char *argv[MAX_ARGS];
+	size_t n = 0;
+	va_list ap;
+
+	argv[n++] = env_path("THPCTL");
+	va_start(ap, r);
+	while ((argv[n] = va_arg(ap, const char *)) != NULL) {
+		n++;
+		ck_assert(n < MAX_ARGS);
+	}
+	va_end(ap);
+	run_prog(r, argv[0], argv, NULL);
+}
+
+static void result_free(struct result *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+#define assert_exit(r, code)                                                        \
+	ck_assert_msg((r)->status == (code), "exit status %d, expected %d\nstdout:\n%.1500s\nstderr:\n%.1000s", \
+		      (r)->status, (code), (r)->out, (r)->err)
+
+/* A failure: non-zero, a "thpctl: " message on stderr, no Check-visible crash. */
+static void assert_error(const struct result *r, int code, const char *needle)
+{
+	assert_exit(r, code);
+	ck_assert_msg(!strncmp(r->err, "thpctl: ", 8), "stderr does not start with "
+		      "\"thpctl: \": \"%s\"", r->err);
+	if (needle)
+		ck_assert_msg(strcasestr(r->err, needle), "stderr lacks \"%s\": \"%s\"", needle,
+			      r->err);
+}
+
+/*
+ * Check a JSON document with python3: it must parse, and @checks (python
+ * statements using `d`, the document) must not raise.
+ */
+static void json_check(const char *doc, const char *checks)
+{
+	char script[8192];
+	const char *argv[] = { "python3", "-c", script, NULL };
+	struct result r;
+	const char *py = "/usr/bin/python3";
+
+	snprintf(script, sizeof(script),
+		 "import json, sys\n"
+		 "d = json.load(sys.stdin)\n"
+		 "assert isinstance(d, dict), 'not an object'\n"
+		 "assert d['version'] == 1, 'version'\n"
+		 "%s\n", checks);
+	if (access(py, X_OK) != 0)
+		py = "/usr/local/bin/python3";
+	ck_assert_msg(access(py, X_OK) == 0, "python3 is needed to check JSON output");
+	run_prog(&r, py, argv, doc);
+	ck_assert_msg(r.status == 0, "JSON check failed:\n%.1500s\ndocument:\n%.1500s", r.err, doc);
+	result_free(&r);
+}
+
+/* ---- the target process ------------------------------------------------ */
+
+struct target {
+	pid_t pid;
+	int in;           /* its stdin: close to let it exit */
+	uint64_t region;  /* 8 MiB, touched, not advised */
+	uint64_t nohuge;  /* 4 MiB, touched, MADV_NOHUGEPAGE */
+	uint64_t memfd;   /* one page of a memfd with an awkward name */
+};
+
+static void target_start(struct target *t, const char *mode)
+{
+	int pin[2], pout[2];
+	char line[256];
+	FILE *f;
+
+	ck_assert(pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0);
+	t->pid = fork();
+	ck_assert_int_ge(t->pid, 0);
+	if (t->pid == 0) {
+		const char *tp = getenv("THPCTL_TARGET");
+
+		if (!tp || dup2(pin[0], 0) < 0 || dup2(pout[1], 1) < 0)
+			_exit(120);
+		execl(tp, tp, mode, (char *)NULL);
+		_exit(121);
+	}
+	close(pin[0]);
+	close(pout[1]);
+	t->in = pin[1];
+	f = fdopen(pout[0], "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_msg(fgets(line, sizeof(line), f) != NULL, "target printed nothing");
+	fclose(f);
+	ck_assert_msg(sscanf(line, "%lx %lx %lx", (unsigned long *)&t->region,
+			     (unsigned long *)&t->nohuge, (unsigned long *)&t->memfd) == 3,
+		      "target line \"%s\"", line);
+	ck_assert_msg(vma_anon_huge(t->pid, t->region) == 0, "target region already huge%s",
+		      mode_note());
+}
+
+static void target_stop(struct target *t)
+{
+	int st;
+
+	if (t->in >= 0)
+		close(t->in);
+	t->in = -1;
+	kill(t->pid, SIGKILL);
+	ck_assert_int_eq(waitpid(t->pid, &st, 0), t->pid);
+}
+
+/* The target's THP state did not change: no advice, no huge pages. */
+static void assert_target_unchanged(const struct target *t)
+{
+	struct smaps_info si;
+
+	ck_assert_int_eq(smaps_lookup(t->pid, t->region, &si), 0);
+	ck_assert_msg(si.found && si.start == t->region && si.end == t->region + 8 * MiB,
+		      "target region changed shape");
+	ck_assert_msg(!si.hg && !si.nh, "target region VmFlags changed: %s", si.vmflags);
+	ck_assert_msg(si.anon_huge == 0, "target region has AnonHugePages %llu",
+		      (unsigned long long)si.anon_huge);
+	ck_assert_int_eq(smaps_lookup(t->pid, t->nohuge, &si), 0);
+	ck_assert_msg(si.found && si.nh && !si.hg, "target nohuge region VmFlags: %s", si.vmflags);
+	ck_assert_uint_eq(si.anon_huge, 0);
+}
+
+/* Lines of /proc/PID/maps, optionally without [vsyscall] (not a VMA of the mm). */
+static int count_maps_ex(pid_t pid, bool vsyscall)
+{
+	char path[64], line[4096];
+	FILE *f;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (strchr(line, '\n') && (vsyscall || !strstr(line, "[vsyscall]")))
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* Mappings whose VmFlags in /proc/PID/smaps include @flag ("hg", "nh"). */
+static int count_vmflag(pid_t pid, const char *flag)
+{
+	char path[64], line[4096], want[8];
+	FILE *f;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	snprintf(want, sizeof(want), " %s", flag);
+	f = fopen(path, "re");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *p;
+
+		if (strncmp(line, "VmFlags:", 8))
+			continue;
+		for (p = line + 8; (p = strstr(p, want)) != NULL; p += 3)
+			if (p[3] == ' ' || p[3] == '\n' || p[3] == '\0') {
+				n++;
+				break;
+			}
+	}
+	fclose(f);
+	return n;
+}
+
+static int count_maps(pid_t pid)
+{
+	return count_maps_ex(pid, true);
+}
+
+static char *fmt(char *buf, size_t len, const char *f, ...) __attribute__((format(printf, 3, 4)));
+static char *fmt(char *buf, size_t len, const char *f, ...)
+{
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(buf, len, f, ap);
+	va_end(ap);
+	return buf;
+}
+
+#define FMT(buf, ...) fmt(buf, sizeof(buf), __VA_ARGS__)
+
+/* ---- help, version, command line --------------------------------------- */
+
+START_TEST(help_version)
+{
+	static const char *const cmds[] = { "probe", "status", "apply", "run" };
+	struct result r;
+	char want[64];
+
+	thpctl(&r, "--help", NULL);
+	assert_exit(&r, 0);
+	for (size_t i = 0; i < 4; i++)
+		ck_assert_msg(strstr(r.out, cmds[i]), "--help does not list %s", cmds[i]);
+	result_free(&r);
+
+	thpctl(&r, "--version", NULL);
+	assert_exit(&r, 0);
+	FMT(want, "libthp %s", thp_version());
+	ck_assert_msg(strstr(r.out, want), "--version: \"%s\" lacks \"%s\"", r.out, want);
+	result_free(&r);
+
+	for (size_t i = 0; i < 4; i++) {
+		thpctl(&r, "help", cmds[i], NULL);
+		assert_exit(&r, 0);
+		ck_assert_msg(strstr(r.out, "Usage: thpctl ") && strstr(r.out, cmds[i]),
+			      "help %s: %s", cmds[i], r.out);
+		result_free(&r);
+	}
+	for (size_t i = 0; i < 3; i++) {
+		thpctl(&r, cmds[i], "--help", NULL);
+		assert_exit(&r, 0);
+		ck_assert(strstr(r.out, "Usage: thpctl "));
+		result_free(&r);
+	}
+	thpctl(&r, "apply", "--help", NULL);
+	ck_assert(strstr(r.out, "--advice") && strstr(r.out, "--skip-errors"));
+	result_free(&r);
+
+	/* No command: usage on stderr, status 2. */
+	thpctl(&r, NULL);
+	assert_exit(&r, 2);
+	ck_assert(strstr(r.err, "Usage: thpctl"));
+	ck_assert_str_eq(r.out, "");
+	result_free(&r);
+}
+END_TEST
+
+/* Usage errors: status 2, "thpctl: " on stderr, nothing on stdout. */
+START_TEST(usage_errors)
+{
+	static const char *const cases[][6] = {
+		{ "frobnicate" },
+		{ "--frob" },
+		{ "help", "frobnicate" },
+		{ "probe", "--frob" },
+		{ "probe", "extra" },
+		{ "status", "--frob" },
+		{ "status", "-x" },
+		{ "status", "-p" },
+		{ "status", "extra" },
+		{ "apply", "0x1000-0x2000" },                        /* no --advice */
+		{ "apply", "--advice", "dontneed", "0x1000-0x2000" }, /* not THP advice */
+		{ "apply", "--advice", "4", "0x1000-0x2000" },
+		{ "apply", "--advice", "huge" },                      /* no ranges */
+		{ "apply", "--advice", "huge", "--all", "0x1000-0x2000" },
+		{ "apply", "--advice" },
+		{ "apply", "--advice", "huge", "--bogus", "--all" },
+		{ "apply", "--advice", "huge", "--all", "--json=1" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *argv[8] = { env_path("THPCTL") };
+		struct result r;
+		size_t n = 1;
+
+		for (size_t k = 0; k < 6 && cases[i][k]; k++)
+			argv[n++] = cases[i][k];
+		argv[n] = NULL;
+		run_prog(&r, argv[0], argv, NULL);
+		ck_assert_msg(r.status == 2, "case %zu (%s %s): status %d, stderr %s", i,
+			      cases[i][0], cases[i][1] ? cases[i][1] : "", r.status, r.err);
+		ck_assert_msg(!strncmp(r.err, "thpctl: ", 8), "case %zu: stderr \"%s\"", i, r.err);
+		ck_assert_msg(r.out[0] == '\0', "case %zu: stdout \"%s\"", i, r.out);
+		result_free(&r);
+	}
+}
+END_TEST
+
+/* ---- probe ------------------------------------------------------------- */
+
+START_TEST(probe_text)
+{
+	struct thp_probe_info pi = { .sz = sizeof(pi) };
+	struct result r;
+	char want[256];
+
+	ck_assert_int_eq(thp_probe(&pi), 0);
+	thpctl(&r, "probe", NULL);
+	assert_exit(&r, 0);
+	for (unsigned int b = 1; b < THP_BACKEND_COUNT; b++) {
+		char *line;
+
+		FMT(want, "\n  %s: ", thp_backend_name(b));
+		line = strstr(r.out, want);
+		ck_assert_msg(line, "probe does not list backend %s:\n%s", thp_backend_name(b),
+			      r.out);
+		line += strlen(want);
+		if (b != THP_BACKEND_PRCTL_POLICY && b != THP_BACKEND_PRELOAD) {
+			bool avail = pi.backends & (1u << b);
+
+			ck_assert_msg(!strncmp(line, avail ? "available (" : "not available (",
+					       avail ? 11 : 15),
+				      "backend %s: \"%.80s\" but thp_probe says %savailable",
+				      thp_backend_name(b), line, avail ? "" : "not ");
+		}
+	}
+	/* The mainline facts of this host (test_probe_misc checks the library). */
+	ck_assert(strstr(r.out, "  pmadv: not available (kernel rejects PMADV_* flags"));
+	ck_assert(strstr(r.out, "  process_madvise: available"));
+	ck_assert(strstr(r.out, "  prctl_thp_policy: not available (RFC prctl not enabled"));
+	ck_assert(strstr(r.out, FMT(want, "\npmd size: %llu", (unsigned long long)pi.pmd_size)));
+	ck_assert_uint_eq(pi.pmd_size, PMD_SZ);
+	require_madvise_mode();
+	ck_assert_msg(strstr(r.out, "\nthp enabled: madvise (always [madvise] never)\n"),
+		      "%.2000s", r.out);
+	ck_assert(strstr(r.out, "\nthp defrag: "));
+	ck_assert(strstr(r.out, FMT(want, "  PIDFD_SELF: yes (%d)", pi.pidfd_self)));
+	ck_assert(strstr(r.out, "  PROCMAP_QUERY: yes"));
+	ck_assert(strstr(r.out, "  MADV_COLLAPSE: yes"));
+	ck_assert(strstr(r.out, "  PR_THP_DISABLE_EXCEPT_ADVISED: yes"));
+	ck_assert_str_eq(r.err, "");
+	result_free(&r);
+}
+END_TEST
+
+START_TEST(probe_json)
+{
+	struct thp_probe_info pi = { .sz = sizeof(pi) };
+	struct result r;
+	char checks[2048];
+
+	ck_assert_int_eq(thp_probe(&pi), 0);
+	require_madvise_mode();
+	thpctl(&r, "probe", "--json", NULL);
+	assert_exit(&r, 0);
+	FMT(checks,
+	    "assert d['command'] == 'probe'\n"
+	    "assert d['libthp_version'] == '%s'\n"
+	    "assert d['thp_mode'] == 'madvise' and d['thp_enabled'] == 'madvise'\n"
+	    "assert d['thp_enabled_raw'] == 'always [madvise] never'\n"
+	    "assert isinstance(d['thp_defrag'], str)\n"
+	    "assert d['pmd_size'] == %llu\n"
+	    "b = {x['name']: x for x in d['backends']}\n"
+	    "assert len(b) == %d, b\n"
+	    "bits = %u\n"
+	    "for x in d['backends']:\n"
+	    "    assert isinstance(x['reason'], str) and x['reason'], x\n"
+	    "    if x['name'] not in ('prctl_thp_policy', 'preload'):\n"
+	    "        assert x['available'] == bool(bits & (1 << x['id'])), x\n"
+	    "assert not b['pmadv']['available'] and 'PMADV' in b['pmadv']['reason']\n"
+	    "assert b['process_madvise']['available']\n"
+	    "assert 'rfc_prctl_set' in b['prctl_thp_policy']['reason']\n"
+	    "f = d['features']\n"
+	    "assert f['pidfd_self'] == %d and f['procmap_query'] is True\n"
+	    "assert f['madvise_collapse'] is True and f['thp_disable_except_advised'] is True\n"
+	    "assert f['pmadv_skip_errors'] is False\n",
+	    thp_version(), (unsigned long long)pi.pmd_size, THP_BACKEND_COUNT - 1, pi.backends,
+	    pi.pidfd_self);
+	json_check(r.out, checks);
+	result_free(&r);
+}
+END_TEST
+
+/* ---- status ------------------------------------------------------------ */
+
+START_TEST(status_remote_text)
+{
+	struct target t;
+	struct result r;
+	char pid[16], want[128], *line;
+	unsigned long long tm, th, tn, te, tah, trss;
+
+	target_start(&t, NULL);
+	thpctl(&r, "status", "-p", FMT(pid, "%d", (int)t.pid), NULL);
+	assert_exit(&r, 0);
+	ck_assert_msg(strstr(r.out, FMT(want, "pid: %d\n", (int)t.pid)), "%.2000s", r.out);
+	ck_assert_msg(strstr(r.out, "policy: system or nohuge (not distinguishable from outside "
+				    "the process)"), "%.2000s", r.out);
+	/* The region's row: range, 8192 KiB, not advised, no huge pages, all resident. */
+	line = strstr(r.out, FMT(want, "\n0x%llx-0x%llx ", (unsigned long long)t.region,
+				 (unsigned long long)(t.region + 8 * MiB)));
+	ck_assert_msg(line, "region row missing:\n%.2000s", r.out);
+	ck_assert_msg(sscanf(line, " %*s %llu %*s %*s %llu %llu", &tm, &tah, &trss) == 3, "%.120s",
+		      line);
+	ck_assert_uint_eq(tm, 8192);
+	ck_assert_uint_eq(tah, 0);
+	ck_assert_uint_eq(trss, 8192);
+	ck_assert_msg(strstr(line, " - ") && strstr(line, "[anon]"), "%.120s", line);
+	line = strstr(r.out, FMT(want, "\n0x%llx-0x%llx ", (unsigned long long)t.nohuge,
+				 (unsigned long long)(t.nohuge + 4 * MiB)));
+	ck_assert_msg(line && strstr(line, " nohuge "), "nohuge row:\n%.2000s", r.out);
+	/* Awkward names are escaped, one row per mapping. */
+	ck_assert_msg(strstr(r.out, "/memfd:thpctl \"q\\\\t\\x09x"), "memfd name:\n%.2000s", r.out);
+	line = strstr(r.out, "\ntotals: ");
+	ck_assert_msg(line, "no totals:\n%.2000s", r.out);
+	ck_assert_int_eq(sscanf(line, "\ntotals: mappings=%llu advised_huge=%llu "
+				"advised_nohuge=%llu eligible=%llu anon_huge_kb=%llu rss_kb=%llu",
+				&tm, &th, &tn, &te, &tah, &trss), 6);
+	ck_assert_uint_eq(tm, (unsigned long long)count_maps(t.pid));
+	/* Sanitizer builds of the target add nohuge mappings of their own. */
+	ck_assert_uint_eq(th, (unsigned long long)count_vmflag(t.pid, "hg"));
+	ck_assert_uint_eq(tn, (unsigned long long)count_vmflag(t.pid, "nh"));
+	ck_assert_uint_ge(tn, 1);
+	ck_assert_uint_eq(tah, 0);
+	ck_assert_uint_ge(trss, 12 * 1024);
+	result_free(&r);
+
+	/* Filters: --anon hides files; --huge lists nothing yet. */
+	thpctl(&r, "status", "-p", pid, "--anon", NULL);
+	assert_exit(&r, 0);
+	ck_assert(strstr(r.out, FMT(want, "\n0x%llx-", (unsigned long long)t.region)));
+	ck_assert_msg(!strstr(r.out, " /usr/"), "--anon lists files:\n%.2000s", r.out);
+	result_free(&r);
+	thpctl(&r, "status", "-p", pid, "--huge", NULL);
+	assert_exit(&r, 0);
+	ck_assert_msg(strstr(r.out, "totals: mappings=0 "), "%.2000s", r.out);
+	result_free(&r);
+	assert_target_unchanged(&t);
+	target_stop(&t);
+}
+END_TEST
+
+START_TEST(status_remote_json)
+{
+	struct target t;
+	struct result r;
+	char pid[16], checks[4096];
+
+	target_start(&t, NULL);
+	FMT(pid, "%d", (int)t.pid);
+	thpctl(&r, "status", "-p", pid, "--json", NULL);
+	assert_exit(&r, 0);
+	FMT(checks,
+	    "assert d['command'] == 'status' and d['pid'] == %d and d['self'] is False\n"
+	    "df = d['default']\n"
+	    "assert df['policy'] is None and df['policy_candidates'] == ['system', 'nohuge'], df\n"
+	    "assert df['persistent'] is None and df['persistent_by'] is None and df['detail']\n"
+	    "m = d['mappings']\n"
+	    "assert len(m) == %d == d['mappings_unfiltered'], len(m)\n"
+	    "r = [x for x in m if int(x['start'], 16) == %llu]\n"
+	    "assert len(r) == 1, 'region'\n"
+	    "r = r[0]\n"
+	    "assert int(r['end'], 16) == %llu and r['size'] == 8 << 20\n"
+	    "assert r['anonymous'] and not r['advised_huge'] and not r['advised_nohuge']\n"
+	    "assert r['anon_huge_bytes'] == 0 and r['rss_bytes'] == 8 << 20 and r['name'] == ''\n"
+	    "n = [x for x in m if int(x['start'], 16) == %llu][0]\n"
+	    "assert n['advised_nohuge'] and not n['advised_huge']\n"
+	    "mf = [x for x in m if int(x['start'], 16) == %llu][0]\n"
+	    "assert mf['name'].startswith('/memfd:thpctl \"q\\\\t\\tx\\ufffd'), repr(mf['name'])\n"
+	    "t = d['totals']\n"
+	    "assert t['mappings'] == len(m)\n"
+	    "assert t['advised_huge'] == sum(x['advised_huge'] for x in m) == %d\n"
+	    "assert t['advised_nohuge'] == sum(x['advised_nohuge'] for x in m) == %d\n"
+	    "assert t['thp_eligible'] == sum(x['thp_eligible'] for x in m)\n"
+	    "assert t['anon_huge_bytes'] == sum(x['anon_huge_bytes'] for x in m)\n"
+	    "assert t['rss_bytes'] == sum(x['rss_bytes'] for x in m)\n",
+	    (int)t.pid, count_maps(t.pid), (unsigned long long)t.region,
+	    (unsigned long long)(t.region + 8 * MiB), (unsigned long long)t.nohuge,
+	    (unsigned long long)t.memfd, count_vmflag(t.pid, "hg"), count_vmflag(t.pid, "nh"));
+	json_check(r.out, checks);
+	result_free(&r);
+	assert_target_unchanged(&t);
+	target_stop(&t);
+}
+END_TEST
+
+/* A target that set PR_SET_THP_DISABLE: "never" is visible from outside. */
+START_TEST(status_never)
+{
+	struct target t;
+	struct result r;
+	char pid[16];
+
+	target_start(&t, "never");
+	FMT(pid, "%d", (int)t.pid);
+	thpctl(&r, "status", "-p", pid, NULL);
+	assert_exit(&r, 0);
+	ck_assert_msg(strstr(r.out, "\npolicy: never\nmechanism: prctl_thp_disable\n"
+				    "persistent: yes\n"), "%.2000s", r.out);
+	result_free(&r);
+	thpctl(&r, "status", "-p", pid, "--json", NULL);
+	assert_exit(&r, 0);
+	json_check(r.out, "df = d['default']\n"
+		   "assert df['policy'] == 'never' and df['policy_candidates'] == ['never']\n"
+		   "assert df['backend'] == 'prctl_thp_disable' and df['persistent'] is True\n"
+		   "assert df['persistent_by'] == 'kernel' and df['detail'] is None\n");
+	result_free(&r);
+	target_stop(&t);
+}
+END_TEST
+
+/* Without -p thpctl shows itself, whose policy it can read exactly. */
+START_TEST(status_self)
+{
+	struct result r;
+
+	thpctl(&r, "status", "--json", NULL);
+	assert_exit(&r, 0);
+	json_check(r.out, "assert d['self'] is True and d['pid'] > 0\n"
+		   "df = d['default']\n"
+		   "assert df['policy'] in ('system', 'huge', 'nohuge', 'never'), df\n"
+		   "assert [df['policy']] == df['policy_candidates']\n"
+		   "assert any('thpctl' in x['name'] for x in d['mappings'])\n");
+	result_free(&r);
+	thpctl(&r, "status", NULL);
+	assert_exit(&r, 0);
+	ck_assert(strstr(r.out, "(thpctl itself)") && strstr(r.out, "\npolicy: "));
+	result_free(&r);
+}
+END_TEST
+
+/* ---- apply ------------------------------------------------------------- */
+
+START_TEST(apply_remote_collapse)
+{
+	struct target t;
+	struct result r;
+	char pid[16], range[64], want[512];
+
+	require_madvise_mode();
+	target_start(&t, NULL);
+	FMT(pid, "%d", (int)t.pid);
+	thpctl(&r, "apply", "-p", pid, "--advice", "collapse",
+	       FMT(range, "0x%llx-0x%llx", (unsigned long long)t.region,
+		   (unsigned long long)(t.region + 8 * MiB)), NULL);
+	assert_exit(&r, 0);
+	ck_assert_msg(strstr(r.out, FMT(want, "advised %-10llu unmapped 0", 8 * MiB)), "%.2000s", r.out);
+	ck_assert(strstr(r.out, "ranges: 1 of 1 advised without error (advice collapse"));
+	ck_assert_str_eq(r.err, "");
+	result_free(&r);
+	ck_assert_msg(vma_anon_huge(t.pid, t.region) == 8 * MiB,
+		      "target AnonHugePages %llu after remote collapse%s",
+		      (unsigned long long)vma_anon_huge(t.pid, t.region), mode_note());
+	ck_assert(!vma_hg(t.pid, t.region));
+	ck_assert_uint_eq(vma_anon_huge(t.pid, t.nohuge), 0);
+
+	/* status now shows it, and --huge lists exactly that mapping. */
+	thpctl(&r, "status", "-p", pid, "--huge", "--json", NULL);
+	assert_exit(&r, 0);
+	json_check(r.out, FMT(want, "m = d['mappings']\n"
+			      "assert [int(x['start'], 16) for x in m] == [%llu], m\n"
+			      "assert m[0]['anon_huge_bytes'] == 8 << 20\n"
+			      "assert d['totals']['anon_huge_bytes'] == 8 << 20\n",
+			      (unsigned long long)t.region));
+	result_free(&r);
+	target_stop(&t);
+}
+END_TEST
+
+/* START+LEN with a suffix, JSON report. */
+START_TEST(apply_remote_collapse_json)
+{
+	struct target t;
+	struct result r;
+	char pid[16], range[64], checks[1024];
+
+	require_madvise_mode();
+	target_start(&t, NULL);
+	FMT(pid, "%d", (int)t.pid);
+	thpctl(&r, "apply", "--json", "-p", pid, "--advice", "collapse",
+	       FMT(range, "%llu+4M", (unsigned long long)(t.region + 2 * MiB)), NULL);
+	assert_exit(&r, 0);
+	json_check(r.out, FMT(checks,
+		   "assert d['command'] == 'apply' and d['pid'] == %d and d['mode'] == 'ranges'\n"
+		   "assert d['advice'] == 'collapse' and d['result'] == 1 and d['error'] is None\n"
+		   "assert d['ranges_requested'] == 1 and d['ranges_ok'] == 1\n"
+		   "assert d['backend'] == 'process_madvise' and d['exit_status'] == 0\n"
+		   "(x,) = d['reports']\n"
+		   "assert int(x['addr'], 16) == %llu and x['len'] == 4 << 20, x\n"
+		   "assert x['bytes_advised'] == 4 << 20 and x['bytes_unmapped'] == 0\n"
+		   "assert x['error'] == 0 and x['fail_addr'] is None and x['attempted']\n",
+		   (int)t.pid, (unsigned long long)(t.region + 2 * MiB)));
+	result_free(&r);
+	ck_assert_uint_eq(vma_anon_huge(t.pid, t.region), 4 * MiB);
+	target_stop(&t);
+}
+END_TEST
+
+/* Remote huge/nohuge: the kernel refuses; say so, change nothing. */
+START_TEST(apply_remote_huge_refused)
+{
+	static const char *const advice[] = { "huge", "nohuge" };
+	struct target t;
+	char pid[16], range[64];
+
+	target_start(&t, NULL);
+	FMT(pid, "%d", (int)t.pid);
+	FMT(range, "0x%llx+8M", (unsigned long long)t.region);
+	for (size_t i = 0; i < 2; i++) {
+		struct result r;
+
+		thpctl(&r, "apply", "-p", pid, "--advice", advice[i], range, NULL);
+		assert_error(&r, 1, "another process");
+		ck_assert_msg(strstr(r.err, "--advice collapse"), "no hint: %s", r.err);
+		result_free(&r);
+		thpctl(&r, "apply", "-p", pid, "--advice", advice[i], "--all", NULL);
+		assert_error(&r, 1, "another process");
+		result_free(&r);
+		thpctl(&r, "apply", "-p", pid, "--advice", advice[i], "--json", range, NULL);
+		assert_exit(&r, 1);
+		json_check(r.out, "e = d['error']\n"
+			   "assert e['name'] == 'EOPNOTSUPP' and 'another process' in e['detail']\n"
+			   "assert d['result'] < 0 and d['exit_status'] == 1\n"
+			   "assert d['reports'] == []\n");
+		result_free(&r);
+	}
+	assert_target_unchanged(&t);
+	target_stop(&t);
+}
+END_TEST
+
+/* --skip-errors: the nohuge region fails (kernel EINVAL), the other collapses: 3. */
+START_TEST(apply_partial)
+{
+	struct target t;
+	struct result r;
+	char pid[16], bad[64], good[64];
+
+	require_madvise_mode();
+	target_start(&t, NULL);
+	FMT(pid, "%d", (int)t.pid);
+	FMT(bad, "0x%llx+4M", (unsigned long long)t.nohuge);
+	FMT(good, "0x%llx+8M", (unsigned long long)t.region);
+
+	/* Default mode stops at the first failure: the second range is untouched. */
+	thpctl(&r, "apply", "-p", pid, "--advice", "collapse", bad, good, NULL);
+	assert_error(&r, 1, "failed at");
+	ck_assert_msg(strstr(r.out, "FAILED at") && strstr(r.out, "not attempted"), "%.2000s", r.out);
+	result_free(&r);
+	assert_target_unchanged(&t);
+
+	thpctl(&r, "apply", "-p", pid, "--advice", "collapse", "--skip-errors", bad, good, NULL);
+	assert_error(&r, 3, "1 of 2 ranges failed");
+	ck_assert(strstr(r.out, "ranges: 1 of 2 advised without error"));
+	result_free(&r);
+	ck_assert_uint_eq(vma_anon_huge(t.pid, t.region), 8 * MiB);
+	ck_assert_uint_eq(vma_anon_huge(t.pid, t.nohuge), 0);
+	target_stop(&t);
+}
+END_TEST
+
+START_TEST(apply_all_remote)
+{
+	struct target t;
+	struct result r;
+	char pid[16], checks[512];
+
+	require_madvise_mode();
+	target_start(&t, NULL);
+	FMT(pid, "%d", (int)t.pid);
+	/* Strict: stops at the first mapping the kernel refuses (file text). */
+	thpctl(&r, "apply", "-p", pid, "--advice", "collapse", "--all", NULL);
+	assert_error(&r, 1, "stopped at the first failure");
+	result_free(&r);
+
+	thpctl(&r, "apply", "-p", pid, "--advice", "collapse", "--all", "--skip-errors",
+	       "--json", NULL);
+	ck_assert_msg(r.status == 0 || r.status == 3, "status %d: %s", r.status, r.err);
+	json_check(r.out, FMT(checks,
+		   "assert d['mode'] == 'all' and d['error'] is None\n"
+		   "assert d['mappings_seen'] == %d, d['mappings_seen']\n"
+		   "assert d['result'] == d['mappings_advised'] >= 1\n"
+		   "assert d['failures_needed'] == len(d['failures']) == d['mappings_skipped']\n"
+		   "assert d['exit_status'] == (3 if d['failures'] else 0)\n"
+		   "assert all(f['error'] > 0 for f in d['failures'])\n"
+		   "assert d['bytes_advised'] >= 8 << 20\n",
+		   count_maps_ex(t.pid, false)));
+	result_free(&r);
+	ck_assert_uint_eq(vma_anon_huge(t.pid, t.region), 8 * MiB);
+	ck_assert_uint_eq(vma_anon_huge(t.pid, t.nohuge), 0);
+	target_stop(&t);
+}
+END_TEST
+
+/* thpctl's own process: huge/nohuge are allowed; gaps are errors unless told. */
+START_TEST(apply_self)
+{
+	struct result r;
+
+	thpctl(&r, "apply", "--advice", "huge", "--all", NULL);
+	assert_exit(&r, 0);
+	ck_assert(strstr(r.out, "all mappings: seen "));
+	result_free(&r);
+	/* The first page is never mapped. */
+	thpctl(&r, "apply", "--advice", "nohuge", "0x1000+4K", NULL);
+	assert_error(&r, 1, "not mapped");
+	result_free(&r);
+	thpctl(&r, "apply", "--advice", "nohuge", "--no-error-on-unmapped", "4096-8192", NULL);
+	assert_exit(&r, 0);
+	ck_assert(strstr(r.out, "unmapped 4096"));
+	result_free(&r);
+}
+END_TEST
+
+/* Malformed ranges: status 2, and the valid range before them is not applied. */
+START_TEST(apply_bad_ranges)
+{
+	static const char *const bad[] = {
+		"10-5", "0x1000-0x1000", "0x1000-", "-0x1000", "abc", "0x1000", "",
+		"0x1000+0", "0x1000+", "0x1000+1X", "0x1000+-1", "0x1001-0x3000", " 0x1000-0x2000",
+		"0x1000-0x2000 ", "0x1000--0x2000", "0xg000-0x2000",
+		"18446744073709551616-18446744073709551617", "0xfffffffffffff000+0x2000",
+		"0xfffffffffffff000-0xffffffffffffffff", "1+18446744073709551615T",
+		"0x10000000000000000-0x10000000000001000",
+	};
+	struct target t;
+	char pid[16], good[64];
+
+	require_madvise_mode();
+	target_start(&t, NULL);
+	FMT(pid, "%d", (int)t.pid);
+	FMT(good, "0x%llx+8M", (unsigned long long)t.region);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct result r;
+
+		thpctl(&r, "apply", "-p", pid, "--advice", "collapse", good, bad[i], NULL);
+		ck_assert_msg(r.status == 2, "range \"%s\": status %d (%s)", bad[i], r.status, r.err);
+		/* getopt sees "-0x1000" as an option: a usage error too. */
+		ck_assert_msg(strstr(r.err, bad[i][0] == '-' ? "thpctl: apply: unknown option"
+							   : "thpctl: apply: invalid range"),
+			      "range \"%s\": %s", bad[i], r.err);
+		ck_assert_str_eq(r.out, "");
+		result_free(&r);
+	}
+	assert_target_unchanged(&t);
+	target_stop(&t);
+}
+END_TEST
+
+/* A pid of a process that is gone (reaped): no such process, status 1. */
+static pid_t dead_pid(void)
+{
+	pid_t p = fork();
+	int st;
+
+	ck_assert_int_ge(p, 0);
+	if (p == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(p, &st, 0), p);
+	return p;
+}
+
+START_TEST(bad_pids)
+{
+	static const char *const bad[] = { "x", "-1", "0", "", "12abc", "1.5", "0x10",
+					   "99999999999", " 1" };
+	struct target t;
+	char good[64], gone[16];
+
+	target_start(&t, NULL);
+	FMT(good, "0x%llx+8M", (unsigned long long)t.region);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct result r;
+
+		thpctl(&r, "apply", "-p", bad[i], "--advice", "collapse", good, NULL);
+		ck_assert_msg(r.status == 2, "apply pid \"%s\": status %d", bad[i], r.status);
+		ck_assert_msg(strstr(r.err, "invalid PID"), "pid \"%s\": %s", bad[i], r.err);
+		result_free(&r);
+		thpctl(&r, "status", "--pid", bad[i], NULL);
+		ck_assert_msg(r.status == 2, "status pid \"%s\": status %d", bad[i], r.status);
+		ck_assert_str_eq(r.out, "");
+		result_free(&r);
+	}
+	FMT(gone, "%d", (int)dead_pid());
+	{
+		struct result r;
+
+		thpctl(&r, "apply", "-p", gone, "--advice", "collapse", good, NULL);
+		assert_error(&r, 1, "no such process");
+		ck_assert_str_eq(r.out, "");
+		result_free(&r);
+		thpctl(&r, "status", "-p", gone, "--json", NULL);
+		assert_error(&r, 1, "no such process");
+		ck_assert_str_eq(r.out, "");
+		result_free(&r);
+	}
+	assert_target_unchanged(&t);
+	target_stop(&t);
+}
+END_TEST
+
+/* Wait until @pid is a zombie (exited, not reaped). */
+static void wait_zombie(pid_t pid)
+{
+	char path[64], buf[512];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (int i = 0; i < 500; i++) {
+		FILE *f = fopen(path, "re");
+		char *p;
+
+		ck_assert_ptr_nonnull(f);
+		p = fgets(buf, sizeof(buf), f);
+		fclose(f);
+		p = p ? strrchr(buf, ')') : NULL;
+		if (p && p[1] == ' ' && p[2] == 'Z')
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("pid %d did not exit", (int)pid);
+}
+
+/*
+ * The target exits after thpctl found it (a zombie still has its pid, so
+ * pidfd_open works, but the address space is gone): clear message, status 1.
+ */
+START_TEST(exited_target)
+{
+	struct target t;
+	struct result r;
+	char pid[16], good[64];
+	int st;
+
+	target_start(&t, NULL);
+	FMT(pid, "%d", (int)t.pid);
+	FMT(good, "0x%llx+8M", (unsigned long long)t.region);
+	close(t.in);
+	t.in = -1;
+	wait_zombie(t.pid);
+	thpctl(&r, "apply", "-p", pid, "--advice", "collapse", good, NULL);
+	assert_exit(&r, 1);
+	ck_assert_msg(strstr(r.err, "exited") || strstr(r.err, "no such process"), "%s", r.err);
+	result_free(&r);
+	thpctl(&r, "apply", "-p", pid, "--advice", "collapse", "--all", "--skip-errors", NULL);
+	assert_exit(&r, 1);
+	ck_assert_msg(strstr(r.err, "exited") || strstr(r.err, "no such process"), "%s", r.err);
+	result_free(&r);
+	thpctl(&r, "status", "-p", pid, NULL);
+	assert_exit(&r, 1);
+	ck_assert_msg(strstr(r.err, "exited") || strstr(r.err, "no such process"), "%s", r.err);
+	ck_assert_str_eq(r.out, "");
+	result_free(&r);
+	ck_assert_int_eq(waitpid(t.pid, &st, 0), t.pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status 0x%x", st);
+}
+END_TEST
+
+static Suite *thpctl_suite(void)
+{
+	Suite *s = suite_create("thpctl");
+	TCase *tc = tcase_create("thpctl");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, help_version);
+	tcase_add_test(tc, usage_errors);
+	tcase_add_test(tc, probe_text);
+	tcase_add_test(tc, probe_json);
+	tcase_add_test(tc, status_remote_text);
+	tcase_add_test(tc, status_remote_json);
+	tcase_add_test(tc, status_never);
+	tcase_add_test(tc, status_self);
+	tcase_add_test(tc, apply_remote_collapse);
+	tcase_add_test(tc, apply_remote_collapse_json);
+	tcase_add_test(tc, apply_remote_huge_refused);
+	tcase_add_test(tc, apply_partial);
+	tcase_add_test(tc, apply_all_remote);
+	tcase_add_test(tc, apply_self);
+	tcase_add_test(tc, apply_bad_ranges);
+	tcase_add_test(tc, bad_pids);
+	tcase_add_test(tc, exited_target);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(thpctl_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

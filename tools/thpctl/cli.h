@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* thpctl: helpers shared by the subcommands (usage, option errors, output). */
+#ifndef THPCTL_CLI_H
+#define THPCTL_CLI_H
+
+#include <stdio.h>
+
+/* Print the usage of subcommand @cmd (NULL: the overview) to @f. */
+void thpctl_usage(const char *cmd, FILE *f);
+
+/*
+ * "thpctl: CMD: <message>" and a pointer to --help on stderr; returns
+ * THPCTL_EXIT_USAGE for the caller to return.
+ */
+int thpctl_usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* The getopt_long() error for the option at argv[optind - 1]. */
+int thpctl_bad_option(const char *cmd, char **argv, int opt);
+
+/* Flush stdout and report a write error (e.g. a closed pipe) as failure. */
+int thpctl_finish_output(int status);
+
+#endif

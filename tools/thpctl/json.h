@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * thpctl: a tiny streaming JSON writer.  Pretty-printed, two spaces per
+ * level; strings are escaped so that any bytes (mapping names can hold
+ * anything) give valid JSON: control characters as \uXXXX or \n-style
+ * escapes, bytes that are not valid UTF-8 as U+FFFD.
+ *
+ * Inside an object every value call takes a key; inside an array the key
+ * is NULL.
+ */
+#ifndef THPCTL_JSON_H
+#define THPCTL_JSON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define JSON_MAX_DEPTH 16
+
+struct json {
+	FILE *f;
+	int depth;
+	bool first[JSON_MAX_DEPTH]; /* no member written yet at this level */
+};
+
+void json_init(struct json *j, FILE *f);
+void json_begin_object(struct json *j, const char *key);
+void json_end_object(struct json *j);
+void json_begin_array(struct json *j, const char *key);
+void json_end_array(struct json *j);
+void json_string(struct json *j, const char *key, const char *val); /* NULL: null */
+void json_u64(struct json *j, const char *key, uint64_t val);
+void json_i64(struct json *j, const char *key, int64_t val);
+void json_bool(struct json *j, const char *key, bool val);
+void json_null(struct json *j, const char *key);
+/* An address or other 64-bit word as a "0x..." string. */
+void json_hex(struct json *j, const char *key, uint64_t val);
+/* Closes the document with a newline; returns 0, or -1 if writing failed. */
+int json_finish(struct json *j);
+
+/* Write @s as a JSON string literal (with the quotes) to @f. */
+void json_write_string(FILE *f, const char *s);
+
+#endif

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* thpctl: the operator's tool for libthp.  Dispatch, help, version, errors. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <thp/thp.h>
+
+#include "cli.h"
+#include "thp_config.h"
+#include "thpctl.h"
+
+struct subcommand {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+	const char *usage; /* synopsis and options */
+};
+
+static const struct subcommand commands[] = {
+	{ "probe", thpctl_cmd_probe, "show what this kernel offers for THP control",
+	  "Usage: thpctl probe [--json]\n"
+	  "\n"
+	  "Show each libthp backend (available or not, and why), the system-wide THP\n"
+	  "mode and defrag setting, the PMD huge page size, and the kernel features\n"
+	  "libthp looks for (PIDFD_SELF, PROCMAP_QUERY, MADV_COLLAPSE,\n"
+	  "PR_THP_DISABLE_EXCEPT_ADVISED, the RFC PMADV_* flags).\n"
+	  "\n"
+	  "Options:\n"
+	  "  --json        machine-readable output (see doc/thpctl-json.md)\n"
+	  "  -h, --help    show this help\n" },
+	{ "status", thpctl_cmd_status, "show a process's THP policy and per-mapping THP state",
+	  "Usage: thpctl status [-p PID] [--anon] [--huge] [--json]\n"
+	  "\n"
+	  "Show the default THP policy of a process (which mechanism sets it and\n"
+	  "whether it survives fork() and exec()), then one line per mapping:\n"
+	  "its range, size, THP advice (huge/nohuge), THPeligible, AnonHugePages,\n"
+	  "Rss and name, followed by totals.  Sizes are in KiB, as in smaps.\n"
+	  "Without -p, thpctl shows itself (useful under \"thpctl run\").\n"
+	  "\n"
+	  "Options:\n"
+	  "  -p, --pid PID  the process to show (default: thpctl itself)\n"
+	  "  --anon         list anonymous mappings only (no backing file)\n"
+	  "  --huge         list only mappings advised huge or holding huge pages\n"
+	  "  --json         machine-readable output (see doc/thpctl-json.md)\n"
+	  "  -h, --help     show this help\n" },
+	{ "apply", thpctl_cmd_apply, "apply THP advice to address ranges or a whole process",
+	  "Usage: thpctl apply [-p PID] --advice huge|nohuge|collapse\n"
+	  "                    (--all | RANGE...) [--skip-errors]\n"
+	  "                    [--no-error-on-unmapped] [--json]\n"
+	  "\n"
+	  "Apply one THP advice to RANGEs of a process, or to all its mappings.\n"
+	  "A RANGE is START-END (END exclusive) or START+LEN; numbers are decimal or\n"
+	  "0x hex, LEN may end in K, M, G or T.  START must be page aligned.  All\n"
+	  "ranges are checked before any is applied.\n"
+	  "The kernel accepts only \"collapse\" for another process: huge and nohuge\n"
+	  "work on thpctl's own process only, which is of use for testing; to give a\n"
+	  "program a default policy, start it with \"thpctl run\".\n"
+	  "\n"
+	  "Options:\n"
+	  "  -p, --pid PID            target process (default: thpctl itself)\n"
+	  "  -a, --advice ADVICE      huge (MADV_HUGEPAGE), nohuge (MADV_NOHUGEPAGE)\n"
+	  "                           or collapse (MADV_COLLAPSE)\n"
+	  "  --all                    every mapping of the process\n"
+	  "  --skip-errors            go on past failures (exit status 3 if any)\n"
+	  "  --no-error-on-unmapped   unmapped gaps inside a RANGE are not errors\n"
+	  "  --json                   machine-readable output (see doc/thpctl-json.md)\n"
+	  "  -h, --help               show this help\n"
+	  "\n"
+	  "Exit status: 0 all done, 1 failed, 2 bad command line (nothing applied),\n"
+	  "3 some ranges or mappings failed under --skip-errors.\n" },
+	{ "run", thpctl_cmd_run, "run a command with a default THP policy",
+	  "Usage: thpctl run --policy huge|nohuge|never|system [--require-persistent]\n"
+	  "                  -- CMD [ARGS...]\n"
+	  "\n"
+	  "Set the default THP policy of thpctl's process, then execute CMD, which\n"
+	  "inherits it.  Where the kernel cannot keep \"huge\" across exec(), CMD is\n"
+	  "started with libthp-preload.so in LD_PRELOAD and\n"
+	  "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 so that it and the programs it runs\n"
+	  "get huge-advised anonymous memory (not for static or setuid programs).\n"
+	  "See thpctl(1).\n"
+	  "\n"
+	  "Exit status: CMD's, or 125 (thpctl failed), 126 (CMD not executable),\n"
+	  "127 (CMD not found).\n" },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct subcommand *find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+void thpctl_usage(const char *cmd, FILE *f)
+{
+	const struct subcommand *c = cmd ? find_command(cmd) : NULL;
+
+	if (c) {
+		fputs(c->usage, f);
+		return;
+	}
+	fputs("Usage: thpctl COMMAND [OPTIONS]\n"
+	      "       thpctl help [COMMAND]\n"
+	      "       thpctl --version\n"
+	      "\n"
+	      "Per-process transparent huge page (THP) control with libthp.\n"
+	      "\n"
+	      "Commands:\n", f);
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fputs("\n"
+	      "\"thpctl help COMMAND\" or \"thpctl COMMAND --help\" describes one command.\n"
+	      "Exit status: 0 success, 1 failure, 2 bad command line, 3 partial (apply);\n"
+	      "run: CMD's status, or 125/126/127.  See thpctl(1).\n", f);
+}
+
+void thpctl_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("thpctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int thpctl_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "thpctl: %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry \"thpctl %s --help\".\n", cmd);
+	return THPCTL_EXIT_USAGE;
+}
+
+int thpctl_bad_option(const char *cmd, char **argv, int opt)
+{
+	/* getopt_long() was told to be quiet (opterr = 0): say it our way. */
+	if (opt == ':')
+		return thpctl_usage_error(cmd, "option '%s' needs an argument", argv[optind - 1]);
+	if (strncmp(argv[optind - 1], "--", 2) && optopt > ' ' && optopt < 127)
+		return thpctl_usage_error(cmd, "unknown option '-%c'", optopt);
+	return thpctl_usage_error(cmd, "unknown option or bad use of '%s'", argv[optind - 1]);
+}
+
+int thpctl_finish_output(int status)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		thpctl_error("cannot write output: %s", strerror(errno));
+		return status == THPCTL_EXIT_OK ? THPCTL_EXIT_FAILURE : status;
+	}
+	return status;
+}
+
+int thpctl_parse_policy(const char *name)
+{
+	static const int policies[] = {
+		THP_POLICY_SYSTEM, THP_POLICY_HUGE, THP_POLICY_NOHUGE, THP_POLICY_NEVER,
+	};
+
+	if (!name)
+		return -1;
+	for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++)
+		if (!strcmp(name, thp_policy_name((unsigned int)policies[i])))
+			return policies[i];
+	return -1;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	if (argc > 2)
+		return thpctl_usage_error("help", "too many arguments");
+	if (argc == 2 && !find_command(argv[1]))
+		return thpctl_usage_error("help", "unknown command '%s'", argv[1]);
+	thpctl_usage(argc == 2 ? argv[1] : NULL, stdout);
+	return thpctl_finish_output(THPCTL_EXIT_OK);
+}
+
+int main(int argc, char **argv)
+{
+	const struct subcommand *c;
+
+	if (argc < 2) {
+		thpctl_usage(NULL, stderr);
+		return THPCTL_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))
+		return cmd_help(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		if (argc > 2) {
+			thpctl_error("--version takes no arguments");
+			return THPCTL_EXIT_USAGE;
+		}
+		printf("thpctl %s (libthp %s)\n", THP_VERSION_STRING, thp_version());
+		return thpctl_finish_output(THPCTL_EXIT_OK);
+	}
+	c = find_command(argv[1]);
+	if (!c) {
+		if (argv[1][0] == '-')
+			thpctl_error("unknown option '%s' (options go after the command)", argv[1]);
+		else
+			thpctl_error("unknown command '%s'", argv[1]);
+		fputs("Try \"thpctl --help\".\n", stderr);
+		return THPCTL_EXIT_USAGE;
+	}
+	return c->fn(argc - 1, argv + 1);
+}

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * thpctl run --policy huge|nohuge|never|system [--require-persistent] -- CMD...
+ *
+ * Sets the default THP policy of thpctl's own process with
+ * thp_set_default(), then execs CMD, which inherits it.  HUGE where the
+ * kernel cannot keep it across exec() (mainline) is carried by
+ * libthp-preload.so in LD_PRELOAD plus GLIBC_TUNABLES=glibc.malloc.hugetlb=1
+ * (doc/preload.md); every other policy removes both again, so a nested
+ * `thpctl run --policy never` inside a huge run really gets never.
+ *
+ * Exit status as env(1): 125 thpctl failed (nothing was run), 126 CMD not
+ * executable, 127 CMD not found, else CMD's own.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <thp/thp.h>
+
+#include "cli.h"
+#include "thpctl.h"
+
+#ifndef THPCTL_PRELOAD_INSTALLED
+#define THPCTL_PRELOAD_INSTALLED "/usr/local/lib/libthp-preload.so"
+#endif
+#ifndef THPCTL_PRELOAD_BUILD
+#define THPCTL_PRELOAD_BUILD ""
+#endif
+
+#define PRELOAD_NAME "libthp-preload.so"
+#define TUNABLE_NAME "glibc.malloc.hugetlb"
+#define TUNABLE_OURS TUNABLE_NAME "=1"
+
+struct run_args {
+	int policy;
+	bool require_persistent;
+	char **cmd; /* NULL-terminated, cmd[0] is CMD */
+};
+
+static int run_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("thpctl: run: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry \"thpctl run --help\".\n", stderr);
+	return THPCTL_EXIT_RUN_FAILED;
+}
+
+/*
+ * Options end at "--" or at the first argument that is not one, as for
+ * env(1): CMD's own options are never ours.  Returns -1 for --help.
+ */
+static int parse_args(int argc, char **argv, struct run_args *a)
+{
+	const char *policy = NULL;
+	int i;
+
+	a->policy = -1;
+	a->require_persistent = false;
+	a->cmd = NULL;
+	for (i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+
+		if (!strcmp(arg, "--")) {
+			i++;
+			break;
+		}
+		if (arg[0] != '-' || !arg[1])
+			break;
+		if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+			return -1;
+		} else if (!strcmp(arg, "--require-persistent")) {
+			a->require_persistent = true;
+		} else if (!strcmp(arg, "--policy") || !strcmp(arg, "-p")) {
+			if (i + 1 >= argc)
+				return run_usage_error("option '%s' needs an argument", arg);
+			policy = argv[++i];
+		} else if (!strncmp(arg, "--policy=", 9)) {
+			policy = arg + 9;
+		} else {
+			return run_usage_error("unknown option '%s'", arg);
+		}
+	}
+	if (!policy)
+		return run_usage_error("--policy huge|nohuge|never|system is required");
+	a->policy = thpctl_parse_policy(policy);
+	if (a->policy < 0)
+		return run_usage_error("unknown policy '%s' (huge, nohuge, never or system)",
+				       policy);
+	if (i >= argc)
+		return run_usage_error("no command to run (thpctl run --policy P -- CMD [ARGS...])");
+	a->cmd = argv + i;
+	return 0;
+}
+
+static bool is_file(const char *path)
+{
+	return path && *path && access(path, R_OK) == 0;
+}
+
+/* Is this thpctl binary inside @root (the build tree)? */
+static bool running_from(const char *root)
+{
+	char exe[PATH_MAX], dir[PATH_MAX];
+	size_t n;
+
+	if (!realpath("/proc/self/exe", exe) || !realpath(root, dir))
+		return false;
+	n = strlen(dir);
+	return !strncmp(exe, dir, n) && exe[n] == '/';
+}
+
+/*
+ * The preload to use, as an absolute path (children may chdir): $THPCTL_PRELOAD,
+ * else the build tree's when thpctl runs from there, else the installed one.
+ * Returns a malloc()ed path, or NULL after printing why.
+ */
+static char *find_preload(void)
+{
+	const char *env = getenv("THPCTL_PRELOAD");
+	const char *path = THPCTL_PRELOAD_INSTALLED;
+	char *abs;
+
+	if (env && *env) {
+		path = env;
+	} else if (is_file(THPCTL_PRELOAD_BUILD)) {
+		char root[PATH_MAX], *slash;
+
+		/* THPCTL_PRELOAD_BUILD is <build root>/preload/libthp-preload.so. */
+		snprintf(root, sizeof(root), "%s", THPCTL_PRELOAD_BUILD);
+		for (int up = 0; up < 2 && (slash = strrchr(root, '/')); up++)
+			*slash = 0;
+		if (running_from(root))
+			path = THPCTL_PRELOAD_BUILD;
+	}
+	if (!is_file(path)) {
+		thpctl_error("run: cannot read %s: %s (set THPCTL_PRELOAD to its path)", path,
+			     strerror(errno ? errno : ENOENT));
+		return NULL;
+	}
+	abs = realpath(path, NULL);
+	if (!abs) {
+		thpctl_error("run: %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	/* ld.so splits LD_PRELOAD at spaces and colons. */
+	if (strpbrk(abs, ": \t\n")) {
+		thpctl_error("run: the preload path '%s' contains a space or colon, which "
+			     "LD_PRELOAD cannot carry", abs);
+		free(abs);
+		return NULL;
+	}
+	return abs;
+}
+
+static bool is_our_preload(const char *entry, size_t len)
+{
+	size_t n = sizeof(PRELOAD_NAME) - 1;
+
+	return len >= n && !memcmp(entry + len - n, PRELOAD_NAME, n) &&
+	       (len == n || entry[len - n - 1] == '/');
+}
+
+static bool is_tunable(const char *entry, size_t len, bool any_value)
+{
+	size_t n = sizeof(TUNABLE_NAME) - 1;
+
+	if (any_value)
+		return len > n && !memcmp(entry, TUNABLE_NAME, n) && entry[n] == '=';
+	return len == sizeof(TUNABLE_OURS) - 1 && !memcmp(entry, TUNABLE_OURS, len);
+}
+
+/*
+ * Rewrite the list in environment variable @var (entries separated by any
+ * of @seps, joined again with ':'): drop the entries @drop matches, put
+ * @first in front and @last at the end (either may be NULL), unset it when
+ * nothing is left.  0, or -1 on allocation failure.
+ */
+static int edit_list(const char *var, const char *seps, bool (*drop)(const char *, size_t, bool),
+		     bool drop_arg, const char *first, const char *last)
+{
+	const char *old = getenv(var), *p;
+	size_t cap = (old ? strlen(old) : 0) + (first ? strlen(first) : 0) +
+		     (last ? strlen(last) : 0) + 3;
+	char *out = malloc(cap);
+	size_t len = 0;
+	int r;
+
+	if (!out)
+		return -1;
+	out[0] = 0;
+	if (first)
+		len += (size_t)snprintf(out + len, cap - len, "%s", first);
+	for (p = old; p && *p;) {
+		size_t n = strcspn(p, seps);
+
+		if (n && !drop(p, n, drop_arg))
+			len += (size_t)snprintf(out + len, cap - len, "%s%.*s", len ? ":" : "",
+						(int)n, p);
+		p += n;
+		if (*p)
+			p++;
+	}
+	if (last)
+		len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? ":" : "", last);
+	r = len ? setenv(var, out, 1) : unsetenv(var);
+	free(out);
+	return r;
+}
+
+static bool drop_preload(const char *e, size_t n, bool unused)
+{
+	(void)unused;
+	return is_our_preload(e, n);
+}
+
+/* Environment of CMD: the preload and our tunable in (@preload) or out (NULL). */
+static int set_env(const char *preload)
+{
+	if (edit_list("LD_PRELOAD", " :", drop_preload, false, preload, NULL) ||
+	    edit_list("GLIBC_TUNABLES", ":", is_tunable, preload != NULL, NULL,
+		      preload ? TUNABLE_OURS : NULL)) {
+		thpctl_error("run: cannot update the environment: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int thpctl_cmd_run(int argc, char **argv)
+{
+	struct run_args a;
+	char *preload = NULL;
+	int err, saved;
+
+	err = parse_args(argc, argv, &a);
+	if (err < 0) {
+		thpctl_usage("run", stdout);
+		return thpctl_finish_output(THPCTL_EXIT_OK);
+	}
+	if (err)
+		return err;
+
+	THP_OPTS(thp_default_opts, d, .policy = (uint32_t)a.policy,
+		 /* thpctl is about to exec: advising its own mappings is waste. */
+		 .flags = THP_DEFAULT_F_NO_EXISTING |
+			  (a.require_persistent ? THP_DEFAULT_F_REQUIRE_PERSISTENT : 0));
+	/* Find the preload first: a failure must leave nothing half done. */
+	if (a.policy == THP_POLICY_HUGE && !a.require_persistent) {
+		preload = find_preload();
+		if (!preload)
+			return THPCTL_EXIT_RUN_FAILED;
+	}
+	err = thp_set_default(&d);
+	if (err < 0) {
+		const char *detail = thp_strerror_detail();
+
+		if (err == -EOPNOTSUPP && a.require_persistent)
+			thpctl_error("run: policy %s cannot be made persistent by this kernel "
+				     "(%s%s%s)%s", thp_policy_name((unsigned int)a.policy),
+				     thp_strerror(err), *detail ? ": " : "", detail,
+				     a.policy == THP_POLICY_HUGE
+					     ? "; drop --require-persistent to use the preload"
+					     : "");
+		else
+			thpctl_error("run: cannot set policy %s: %s%s%s",
+				     thp_policy_name((unsigned int)a.policy), thp_strerror(err),
+				     *detail ? ": " : "", detail);
+		free(preload);
+		return THPCTL_EXIT_RUN_FAILED;
+	}
+	/* The kernel kept it (RFC kernels): no preload needed. */
+	if (d.persistent) {
+		free(preload);
+		preload = NULL;
+	}
+	err = set_env(preload);
+	free(preload);
+	if (err)
+		return THPCTL_EXIT_RUN_FAILED;
+	fflush(NULL);
+	execvp(a.cmd[0], a.cmd);
+	saved = errno;
+	thpctl_error("run: cannot run '%s': %s", a.cmd[0], strerror(saved));
+	return saved == ENOENT ? THPCTL_EXIT_NOT_FOUND : THPCTL_EXIT_CANNOT_EXEC;
+}

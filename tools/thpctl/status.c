@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* thpctl status: a process's default THP policy and its per-mapping THP state. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <thp/thp.h>
+
+#include "cli.h"
+#include "json.h"
+#include "parse.h"
+#include "thpctl.h"
+
+struct status_opts {
+	pid_t pid;       /* 0: thpctl itself */
+	bool json, anon_only, huge_only;
+};
+
+struct status_data {
+	pid_t pid;
+	bool self;
+	/* Default policy. */
+	struct thp_default_opts def;
+	bool policy_known;     /* false: system or nohuge, cannot tell from outside */
+	char detail[256];      /* the library's explanation when !policy_known */
+	/* Mappings (all of them; the filters apply when printing). */
+	struct thp_mapping_state *maps;
+	size_t nmaps;
+};
+
+struct totals {
+	uint64_t mappings, huge, nohuge, eligible, anon_huge, rss;
+};
+
+static bool listed(const struct status_opts *o, const struct thp_mapping_state *m)
+{
+	if (o->anon_only && !m->anonymous)
+		return false;
+	if (o->huge_only && !m->advised_huge && m->anon_huge_bytes == 0)
+		return false;
+	return true;
+}
+
+static void add_total(struct totals *t, const struct thp_mapping_state *m)
+{
+	t->mappings++;
+	t->huge += m->advised_huge;
+	t->nohuge += m->advised_nohuge;
+	t->eligible += m->thp_eligible;
+	t->anon_huge += m->anon_huge_bytes;
+	t->rss += m->rss_bytes;
+}
+
+static const char *advice_word(const struct thp_mapping_state *m)
+{
+	if (m->advised_huge && m->advised_nohuge)
+		return "huge+nohuge";
+	return m->advised_huge ? "huge" : m->advised_nohuge ? "nohuge" : "-";
+}
+
+/* A mapping name made safe for a terminal: control bytes and '\' escaped. */
+static void print_name(const char *name)
+{
+	if (!name[0]) {
+		fputs("[anon]", stdout);
+		return;
+	}
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			printf("\\x%02x", *p);
+		else if (*p == '\\')
+			fputs("\\\\", stdout);
+		else
+			putchar(*p);
+	}
+}
+
+static const char *persistent_text(const struct status_data *d)
+{
+	if (d->def.backend_used == THP_BACKEND_PRELOAD)
+		return "by preload";
+	return d->def.persistent ? "yes" : "no";
+}
+
+static void print_text(const struct status_opts *o, const struct status_data *d)
+{
+	struct totals t = { 0 };
+
+	printf("pid: %d%s\n", (int)d->pid, d->self ? " (thpctl itself)" : "");
+	if (!d->policy_known) {
+		printf("policy: system or nohuge (not distinguishable from outside the process)\n");
+	} else {
+		printf("policy: %s\n", thp_policy_name(d->def.policy));
+		if (d->def.backend_used == THP_BACKEND_AUTO)
+			printf("mechanism: none (the system-wide THP mode applies)\n");
+		else
+			printf("mechanism: %s\n", thp_backend_name(d->def.backend_used));
+		printf("persistent: %s\n", persistent_text(d));
+	}
+	printf("\n%-33s %10s %-6s %-8s %11s %10s %s\n", "RANGE", "SIZE_KB", "ADVICE",
+	       "ELIGIBLE", "ANONHUGE_KB", "RSS_KB", "NAME");
+	for (size_t i = 0; i < d->nmaps; i++) {
+		const struct thp_mapping_state *m = &d->maps[i];
+		char range[64];
+
+		if (!listed(o, m))
+			continue;
+		add_total(&t, m);
+		snprintf(range, sizeof(range), "0x%llx-0x%llx", (unsigned long long)m->start,
+			 (unsigned long long)m->end);
+		printf("%-33s %10llu %-6s %-8s %11llu %10llu ", range,
+		       (unsigned long long)((m->end - m->start) >> 10), advice_word(m),
+		       m->thp_eligible ? "yes" : "no",
+		       (unsigned long long)(m->anon_huge_bytes >> 10),
+		       (unsigned long long)(m->rss_bytes >> 10));
+		print_name(m->name);
+		putchar('\n');
+	}
+	printf("\ntotals: mappings=%llu advised_huge=%llu advised_nohuge=%llu eligible=%llu "
+	       "anon_huge_kb=%llu rss_kb=%llu%s\n",
+	       (unsigned long long)t.mappings, (unsigned long long)t.huge,
+	       (unsigned long long)t.nohuge, (unsigned long long)t.eligible,
+	       (unsigned long long)(t.anon_huge >> 10), (unsigned long long)(t.rss >> 10),
+	       o->anon_only || o->huge_only ? " (listed mappings only)" : "");
+}
+
+static int print_json(const struct status_opts *o, const struct status_data *d)
+{
+	struct totals t = { 0 };
+	struct json j;
+
+	json_init(&j, stdout);
+	json_begin_object(&j, NULL);
+	json_u64(&j, "version", 1);
+	json_string(&j, "command", "status");
+	json_i64(&j, "pid", d->pid);
+	json_bool(&j, "self", d->self);
+
+	json_begin_object(&j, "default");
+	if (d->policy_known) {
+		json_string(&j, "policy", thp_policy_name(d->def.policy));
+		json_begin_array(&j, "policy_candidates");
+		json_string(&j, NULL, thp_policy_name(d->def.policy));
+		json_end_array(&j);
+		json_string(&j, "backend", thp_backend_name(d->def.backend_used));
+		json_bool(&j, "persistent", d->def.persistent);
+		if (d->def.backend_used == THP_BACKEND_PRELOAD)
+			json_string(&j, "persistent_by", "preload");
+		else if (d->def.persistent)
+			json_string(&j, "persistent_by", "kernel");
+		else
+			json_null(&j, "persistent_by");
+		json_null(&j, "detail");
+	} else {
+		json_null(&j, "policy");
+		json_begin_array(&j, "policy_candidates");
+		json_string(&j, NULL, thp_policy_name(THP_POLICY_SYSTEM));
+		json_string(&j, NULL, thp_policy_name(THP_POLICY_NOHUGE));
+		json_end_array(&j);
+		json_null(&j, "backend");
+		json_null(&j, "persistent");
+		json_null(&j, "persistent_by");
+		json_string(&j, "detail", d->detail);
+	}
+	json_end_object(&j);
+
+	json_begin_object(&j, "filter");
+	json_bool(&j, "anon", o->anon_only);
+	json_bool(&j, "huge", o->huge_only);
+	json_end_object(&j);
+	json_u64(&j, "mappings_unfiltered", d->nmaps);
+
+	json_begin_array(&j, "mappings");
+	for (size_t i = 0; i < d->nmaps; i++) {
+		const struct thp_mapping_state *m = &d->maps[i];
+
+		if (!listed(o, m))
+			continue;
+		add_total(&t, m);
+		json_begin_object(&j, NULL);
+		json_hex(&j, "start", m->start);
+		json_hex(&j, "end", m->end);
+		json_u64(&j, "size", m->end - m->start);
+		json_bool(&j, "advised_huge", m->advised_huge);
+		json_bool(&j, "advised_nohuge", m->advised_nohuge);
+		json_bool(&j, "thp_eligible", m->thp_eligible);
+		json_bool(&j, "anonymous", m->anonymous);
+		json_u64(&j, "anon_huge_bytes", m->anon_huge_bytes);
+		json_u64(&j, "rss_bytes", m->rss_bytes);
+		json_string(&j, "name", m->name);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+
+	json_begin_object(&j, "totals");
+	json_u64(&j, "mappings", t.mappings);
+	json_u64(&j, "advised_huge", t.huge);
+	json_u64(&j, "advised_nohuge", t.nohuge);
+	json_u64(&j, "thp_eligible", t.eligible);
+	json_u64(&j, "anon_huge_bytes", t.anon_huge);
+	json_u64(&j, "rss_bytes", t.rss);
+	json_end_object(&j);
+	json_end_object(&j);
+	return json_finish(&j);
+}
+
+/* "thpctl: ..." for a library failure; the target's exit gets its own words. */
+static void lib_error(const char *what, const struct status_data *d, int err)
+{
+	if (err == -ESRCH && !d->self)
+		thpctl_error("status: process %d exited", (int)d->pid);
+	else if (*thp_strerror_detail())
+		thpctl_error("status: %s: %s (%s)", what, thp_strerror(err), thp_strerror_detail());
+	else
+		thpctl_error("status: %s: %s", what, thp_strerror(err));
+}
+
+static int gather(int pidfd, struct status_data *d)
+{
+	size_t cap = 0;
+	int r;
+
+	d->def.sz = sizeof(d->def);
+	d->def.pidfd = pidfd;
+	r = thp_get_default(&d->def);
+	if (r == -EOPNOTSUPP && !d->self) {
+		/* Not a failure: the kernel does not show this from outside. */
+		d->policy_known = false;
+		snprintf(d->detail, sizeof(d->detail), "%s", thp_strerror_detail());
+	} else if (r < 0) {
+		lib_error("cannot read the default policy", d, r);
+		return -1;
+	} else {
+		d->policy_known = true;
+	}
+
+	/* The address space may grow between calls: retry with the new count. */
+	for (int tries = 0; tries < 16; tries++) {
+		THP_OPTS(thp_query_opts, q, .pidfd = pidfd, .states = d->maps, .states_cap = cap);
+		struct thp_mapping_state *n;
+
+		r = thp_query(&q);
+		if (r < 0) {
+			lib_error("cannot read the mappings", d, r);
+			return -1;
+		}
+		if (q.states_needed <= cap) {
+			d->nmaps = (size_t)r;
+			return 0;
+		}
+		cap = q.states_needed + 16;
+		n = realloc(d->maps, cap * sizeof(*n));
+		if (!n) {
+			thpctl_error("status: out of memory");
+			return -1;
+		}
+		d->maps = n;
+	}
+	thpctl_error("status: the mappings of process %d keep changing", (int)d->pid);
+	return -1;
+}
+
+int thpctl_cmd_status(int argc, char **argv)
+{
+	enum { OPT_JSON = 256, OPT_ANON, OPT_HUGE };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "anon", no_argument, NULL, OPT_ANON },
+		{ "huge", no_argument, NULL, OPT_HUGE },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct status_opts o = { 0 };
+	struct status_data d;
+	int opt, pidfd = THP_SELF, status = THPCTL_EXIT_FAILURE;
+	const char *why;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":p:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (thpctl_parse_pid(optarg, &o.pid, &why))
+				return thpctl_usage_error("status", "invalid PID '%s': %s", optarg, why);
+			break;
+		case OPT_JSON:
+			o.json = true;
+			break;
+		case OPT_ANON:
+			o.anon_only = true;
+			break;
+		case OPT_HUGE:
+			o.huge_only = true;
+			break;
+		case 'h':
+			thpctl_usage("status", stdout);
+			return thpctl_finish_output(THPCTL_EXIT_OK);
+		default:
+			return thpctl_bad_option("status", argv, opt);
+		}
+	}
+	if (optind < argc)
+		return thpctl_usage_error("status", "unexpected argument '%s'", argv[optind]);
+
+	memset(&d, 0, sizeof(d));
+	d.self = o.pid == 0 || o.pid == getpid();
+	d.pid = d.self ? getpid() : o.pid;
+	if (!d.self) {
+		pidfd = thpctl_open_pidfd(o.pid);
+		if (pidfd < 0)
+			return THPCTL_EXIT_FAILURE;
+	}
+	if (gather(pidfd, &d) != 0)
+		goto out;
+	/*
+	 * A process that exited during the reads (even one not yet reaped)
+	 * gives an empty or partial picture: report that, not the picture.
+	 */
+	if (!d.self && thpctl_pidfd_exited(pidfd)) {
+		thpctl_error("status: process %d exited", (int)d.pid);
+		goto out;
+	}
+	if (o.json) {
+		status = print_json(&o, &d) ? THPCTL_EXIT_FAILURE : THPCTL_EXIT_OK;
+	} else {
+		print_text(&o, &d);
+		status = THPCTL_EXIT_OK;
+	}
+	status = thpctl_finish_output(status);
+out:
+	free(d.maps);
+	if (pidfd != THP_SELF)
+		close(pidfd);
+	return status;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* thpctl: shared declarations of the subcommands. */
+#ifndef THPCTL_H
+#define THPCTL_H
+
+/*
+ * Exit codes (documented in thpctl(1)).  "run" follows env(1)/nice(1):
+ * 125 when thpctl itself failed before exec, 126 when CMD could not be
+ * executed, 127 when CMD was not found; otherwise CMD's own status.
+ */
+enum thpctl_exit {
+	THPCTL_EXIT_OK = 0,          /* everything asked for was done */
+	THPCTL_EXIT_FAILURE = 1,     /* the operation failed (library error) */
+	THPCTL_EXIT_USAGE = 2,       /* bad command line */
+	THPCTL_EXIT_PARTIAL = 3,     /* apply: some ranges/mappings failed */
+	THPCTL_EXIT_RUN_FAILED = 125,
+	THPCTL_EXIT_CANNOT_EXEC = 126,
+	THPCTL_EXIT_NOT_FOUND = 127,
+};
+
+/* Each subcommand gets argv with argv[0] = the subcommand name. */
+int thpctl_cmd_probe(int argc, char **argv);
+int thpctl_cmd_status(int argc, char **argv);
+int thpctl_cmd_apply(int argc, char **argv);
+int thpctl_cmd_run(int argc, char **argv);
+
+/* "thpctl: <message>\n" on stderr. */
+void thpctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "huge" / "nohuge" / "never" / "system" -> enum thp_policy; -1 if unknown. */
+int thpctl_parse_policy(const char *name);
+
+#endif
