@@ -294,6 +294,67 @@ THP_API int thp_set_default(struct thp_default_opts *o)
 	return ret_errno(err);
 }
 
+/*
+ * Is libthp-preload.so (thpctl run --policy huge) mapped in the target?
+ * Loaded means active, so this is its policy.  1, 0, or -errno.  Scans
+ * /proc/PID/maps line by line with a fixed buffer, matching the path's
+ * basename (also when the file was replaced: " (deleted)").
+ */
+static int preload_mapped(const struct thp_target *t)
+{
+	static const char name[] = "/libthp-preload.so";
+	char path[64], buf[4096];
+	size_t len = 0;
+	int fd, found = 0;
+
+	if (t->self)
+		snprintf(path, sizeof(path), "/proc/self/maps");
+	else
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
+	fd = sys_open(path, O_RDONLY);
+	if (fd < 0)
+		return fd == -ENOENT && !t->self ? -ESRCH : fd;
+	while (!found) {
+		long n = sys_read(fd, buf + len, sizeof(buf) - len);
+		char *line = buf, *nl;
+
+		if (n <= 0) {
+			found = (int)(n < 0 ? n : 0);
+			break;
+		}
+		len += (size_t)n;
+		while (!found && (nl = memchr(line, '\n', len - (size_t)(line - buf)))) {
+			size_t l = (size_t)(nl - line);
+
+			if (l > 10 && !memcmp(nl - 10, " (deleted)", 10))
+				l -= 10;
+			found = l >= sizeof(name) - 1 &&
+				!memcmp(line + l - (sizeof(name) - 1), name, sizeof(name) - 1);
+			line = nl + 1;
+		}
+		len -= (size_t)(line - buf);
+		memmove(buf, line, len);
+		if (len == sizeof(buf)) /* longer than any maps line: drop it */
+			len = 0;
+	}
+	sys_close(fd);
+	return found;
+}
+
+/* The preload's HUGE, unless THP is disabled completely (NEVER wins). */
+static int check_preload(struct thp_default_opts *o, const struct thp_target *t)
+{
+	int r = preload_mapped(t);
+
+	if (r <= 0)
+		return r;
+	o->policy = THP_POLICY_HUGE;
+	o->backend_used = THP_BACKEND_PRELOAD;
+	o->persistent = true;
+	report_clear_detail();
+	return 1;
+}
+
 /* Policy of another process from /proc/PID/status "THP_enabled:". */
 static int get_remote(struct thp_default_opts *o, const struct thp_target *t)
 {
@@ -344,10 +405,20 @@ THP_API int thp_get_default(struct thp_default_opts *o)
 	o->mappings_changed = 0;
 	if (!t.self) {
 		err = get_remote(o, &t);
+		/* THP_enabled: 1 is system or nohuge, unless the preload runs. */
+		if (err == -EOPNOTSUPP && check_preload(o, &t) > 0)
+			err = target_alive(&t);
 		goto out;
 	}
 	o->persistent = true;
 	r = c->thp_disable ? sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) : 0;
+	/*
+	 * The preload's HUGE unless THP is disabled completely; checked before
+	 * the fresh mapping, which the preload advises too.  Without /proc it
+	 * cannot be seen: go on as before.
+	 */
+	if (!(r > 0 && !(r & PR_THP_DISABLE_EXCEPT_ADVISED)) && check_preload(o, &t) > 0)
+		goto out;
 	if (r > 0) {
 		o->policy = (r & PR_THP_DISABLE_EXCEPT_ADVISED) ? THP_POLICY_NOHUGE
 								: THP_POLICY_NEVER;

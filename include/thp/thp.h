@@ -249,6 +249,11 @@ THP_API int thp_set_default(struct thp_default_opts *opts);
  * For another process the kernel shows only whether THP is disabled
  * completely (NEVER); "system" and "nohuge" look the same from outside, so
  * that case fails with -EOPNOTSUPP rather than guess.
+ * A process that has libthp-preload.so mapped (started by
+ * `thpctl run --policy huge`; found in /proc/PID/maps, self or pidfd)
+ * reports THP_POLICY_HUGE, backend_used THP_BACKEND_PRELOAD and
+ * persistent = true, since the preload is inherited through the
+ * environment; unless THP is disabled completely, where NEVER wins.
  * @param opts Options and results (policy, backend_used, persistent).
  * @return 0, or a negative errno (-EBADF, -ESRCH, -EOPNOTSUPP).
  */

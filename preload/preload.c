@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libthp-preload.so: a HUGE default THP policy for kernels that cannot keep
+ * one across exec() (mainline), loaded through LD_PRELOAD by
+ * `thpctl run --policy huge`.  Loaded means active:
+ *
+ * - at load time, every anonymous private mapping the process already has
+ *   (heap, the ones ld.so made) is advised MADV_HUGEPAGE;
+ * - mmap()/mmap64() are interposed: a new anonymous private mapping that
+ *   succeeded is advised MADV_HUGEPAGE, as if mm->def_flags had VM_HUGEPAGE;
+ * - malloc's own mappings, made inside libc where no interposition reaches,
+ *   are covered by glibc.malloc.hugetlb=1, which thpctl sets next to
+ *   LD_PRELOAD; both are inherited by children through the environment.
+ *
+ * mremap() is not interposed: the kernel carries VM_HUGEPAGE with the
+ * mapping when it grows or moves, and advising a remapped region that is
+ * not advised would override an explicit MADV_NOHUGEPAGE (doc/preload.md).
+ *
+ * Nothing here prints (unless THP_PRELOAD_DEBUG=1) or fails the program:
+ * advice that the kernel refuses is ignored, errno is what the real call
+ * left.  The advice goes through libthp's syscall layer (lib/syscall.c),
+ * not thp_apply_ranges(): that would probe the kernel, which forks a short
+ * child, in every program started under the preload.
+ */
+/* Both names must be defined here; with 64-bit off_t glibc aliases them. */
+#undef _FILE_OFFSET_BITS
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "compat.h"
+#include "internal.h"
+#include "syscall.h"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+
+static _Atomic(mmap_fn) real_mmap, real_mmap64;
+/* Set while this thread is inside dlsym(): a nested mmap takes the syscall. */
+static __thread bool resolving;
+/* MADV_POPULATE_* known (5.14+): MAP_POPULATE can be moved after the advice. */
+static bool populate_advice;
+static bool debug;
+
+static void dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void dbg(const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+
+	if (!debug)
+		return;
+	va_start(ap, fmt);
+	fputs("libthp-preload: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	errno = saved;
+}
+
+/*
+ * The next definition of @name (libc's, or another preload's), looked up
+ * once.  Threads racing here all store the same pointer.  dlsym() may
+ * allocate, and an interposed malloc may mmap: that nested call gets NULL
+ * and uses the system call directly instead of recursing.
+ */
+static mmap_fn resolve(_Atomic(mmap_fn) *slot, const char *name)
+{
+	mmap_fn fn = atomic_load_explicit(slot, memory_order_acquire);
+	int saved;
+
+	if (fn || resolving)
+		return fn;
+	saved = errno;
+	resolving = true;
+	fn = (mmap_fn)dlsym(RTLD_NEXT, name);
+	resolving = false;
+	errno = saved;
+	if (fn)
+		atomic_store_explicit(slot, fn, memory_order_release);
+	return fn;
+}
+
+static void *raw_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+/* A private anonymous mapping that the kernel does not already opt out. */
+static bool wants_advice(int flags)
+{
+	/*
+	 * MAP_HUGETLB is hugetlbfs, not THP.  MAP_STACK / MAP_GROWSDOWN are
+	 * stacks, which the kernel itself maps VM_NOHUGEPAGE (6.7+).
+	 */
+	return (flags & MAP_ANONYMOUS) && (flags & MAP_TYPE) == MAP_PRIVATE &&
+	       !(flags & (MAP_HUGETLB | MAP_STACK | MAP_GROWSDOWN));
+}
+
+static void *mmap_common(_Atomic(mmap_fn) *slot, const char *name, void *addr, size_t len,
+			 int prot, int flags, int fd, off_t off)
+{
+	mmap_fn fn = resolve(slot, name);
+	bool advise = wants_advice(flags);
+	bool populate = false;
+	void *p;
+	int saved;
+
+	/*
+	 * MAP_POPULATE would fault the pages in as small pages before the
+	 * advice exists: map without it, advise, then populate the same way.
+	 */
+	if (advise && populate_advice && (flags & MAP_POPULATE) && !(flags & MAP_LOCKED) &&
+	    (prot & (PROT_READ | PROT_WRITE))) {
+		flags &= ~MAP_POPULATE;
+		populate = true;
+	}
+	p = fn ? fn(addr, len, prot, flags, fd, off) : raw_mmap(addr, len, prot, flags, fd, off);
+	if (p == MAP_FAILED || !advise)
+		return p;
+	saved = errno;
+	/* sys_madvise() leaves errno alone; the result is best effort. */
+	if (sys_madvise((uintptr_t)p, len, MADV_HUGEPAGE) < 0)
+		dbg("madvise(%p, %zu, MADV_HUGEPAGE) failed\n", p, len);
+	/* MAP_POPULATE ignores failures to populate; so does this. */
+	if (populate)
+		sys_madvise((uintptr_t)p, len,
+			    (prot & PROT_WRITE) ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+	errno = saved;
+	return p;
+}
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap_common(&real_mmap, "mmap", addr, len, prot, flags, fd, off);
+}
+
+/* The same function on 64-bit targets, but programs may bind either name. */
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap_common(&real_mmap64, "mmap64", addr, len, prot, flags, fd, off);
+}
+
+/*
+ * Field @n (0-based) of a /proc/PID/maps line, or NULL.  The name field
+ * (5) runs to the end of the line.
+ */
+static const char *maps_field(const char *line, const char *end, int n)
+{
+	const char *p = line;
+
+	for (int i = 0; i < n; i++) {
+		while (p < end && *p != ' ')
+			p++;
+		while (p < end && *p == ' ')
+			p++;
+		if (p == end)
+			return i + 1 == n && n == 5 ? end : NULL;
+	}
+	return p;
+}
+
+/* Advise one maps line's mapping if it is anonymous and private. */
+static void advise_line(const char *line, const char *end, unsigned int *advised)
+{
+	const char *perms = maps_field(line, end, 1);
+	const char *inode = maps_field(line, end, 4);
+	const char *name = maps_field(line, end, 5);
+	uint64_t start, stop;
+
+	if (!perms || !inode || !name || end - perms < 4 || perms[3] != 'p' ||
+	    inode[0] != '0' || (inode + 1 != end && inode[1] != ' '))
+		return;
+	/* Nameless, [heap] or [anon:...]; not [stack], [vdso], [vvar], files. */
+	if (name != end && strncmp(name, "[heap]", 6) && strncmp(name, "[anon:", 6))
+		return;
+	if (maps_parse_line(line, (size_t)(end - line), &start, &stop))
+		return;
+	if (sys_madvise(start, stop - start, MADV_HUGEPAGE) == 0)
+		(*advised)++;
+}
+
+/*
+ * Advise the anonymous private mappings that exist before main().  Reads
+ * /proc/self/maps with a fixed buffer: no allocation this early.
+ */
+static void advise_existing(void)
+{
+	char buf[4096];
+	size_t len = 0;
+	unsigned int advised = 0;
+	int fd = sys_open("/proc/self/maps", O_RDONLY);
+
+	if (fd < 0) {
+		dbg("cannot open /proc/self/maps: existing mappings not advised\n");
+		return;
+	}
+	for (;;) {
+		long n = sys_read(fd, buf + len, sizeof(buf) - len);
+		char *line = buf, *nl;
+
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		while ((nl = memchr(line, '\n', len - (size_t)(line - buf)))) {
+			advise_line(line, nl, &advised);
+			line = nl + 1;
+		}
+		len -= (size_t)(line - buf);
+		memmove(buf, line, len);
+		if (len == sizeof(buf)) /* a line longer than the buffer: drop it */
+			len = 0;
+	}
+	sys_close(fd);
+	dbg("advised %u existing anonymous mappings\n", advised);
+}
+
+/*
+ * glibc 2.35 and 2.36 (Debian 12) read the sysfs THP mode for
+ * glibc.malloc.hugetlb=1 into a stack buffer they do not terminate before
+ * strcmp(), so the tunable works or not depending on a stale stack byte
+ * (later glibc terminates it).  Initialise malloc here, on stack that was
+ * just zeroed, before the program can.
+ */
+static __attribute__((noinline)) void zero_stack(void)
+{
+	char pad[16384];
+
+	explicit_bzero(pad, sizeof(pad));
+}
+
+static __attribute__((noinline)) void init_malloc(void)
+{
+	void *volatile p = malloc(1); /* volatile: keep the pair from being elided */
+
+	free(p);
+}
+
+__attribute__((constructor)) static void preload_init(void)
+{
+	int saved = errno;
+	const char *d = getenv("THP_PRELOAD_DEBUG");
+	const char *tunables = getenv("GLIBC_TUNABLES");
+
+	if (tunables && strstr(tunables, "glibc.malloc.hugetlb=")) {
+		zero_stack();
+		init_malloc();
+	}
+	debug = d && !strcmp(d, "1");
+	resolve(&real_mmap, "mmap");
+	resolve(&real_mmap64, "mmap64");
+	/* madvise() checks the advice before the (zero) length. */
+	populate_advice = sys_madvise((uintptr_t)&debug & ~(uintptr_t)(getpagesize() - 1), 0,
+				      MADV_POPULATE_WRITE) == 0;
+	advise_existing();
+	errno = saved;
+}

@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The program the preload tests run (under thpctl run, or with LD_PRELOAD
+ * set by hand).  It is built without sanitizers and links libthp statically,
+ * so it runs the same in every build, and a copy of it can be made setuid.
+ *
+ *   preload_probe report      one line of key=value facts about itself
+ *   preload_probe wait        "ready pid=N", then block until stdin closes
+ *   preload_probe interpose   the interposition checks; exit 0 when all pass
+ *   preload_probe bench N     ns per mmap()+munmap() pair, three sizes
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <thp/thp.h>
+
+#ifndef PR_GET_THP_DISABLE
+#define PR_GET_THP_DISABLE 42
+#endif
+
+#define MIB (1024UL * 1024UL)
+
+static bool preload_mapped(void)
+{
+	char line[4096];
+	bool found = false;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libthp-preload.so") != NULL;
+	fclose(f);
+	return found;
+}
+
+/* The mapping that covers @p, from thp_query(); false if none. */
+static bool state_of(const void *p, struct thp_mapping_state *st)
+{
+	THP_OPTS(thp_query_opts, q, .addr = (uintptr_t)p, .len = 1, .states = st,
+		 .states_cap = 1);
+
+	return thp_query(&q) == 1;
+}
+
+static int hg_of(const void *p)
+{
+	struct thp_mapping_state st;
+
+	return state_of(p, &st) ? st.advised_huge : -1;
+}
+
+/* "THP_enabled:" of /proc/self/status, -1 if the kernel has none. */
+static int status_thp_enabled(void)
+{
+	char line[256];
+	int v = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "THP_enabled:", 12))
+			v = atoi(line + 12);
+	fclose(f);
+	return v;
+}
+
+static int report(void)
+{
+	THP_OPTS(thp_default_opts, d);
+	size_t len = 8 * MIB;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *h = malloc(len);
+	const char *tun = getenv("GLIBC_TUNABLES");
+	const char *pre = getenv("LD_PRELOAD");
+	int r;
+
+	if (m == MAP_FAILED || !h) {
+		perror("preload_probe: allocation");
+		return 1;
+	}
+	memset(m, 1, len);
+	memset(h, 1, len);
+	r = thp_get_default(&d);
+	printf("secure=%lu ruid=%d euid=%d preload_mapped=%d mmap_hg=%d malloc_hg=%d "
+	       "thp_disable=%d thp_enabled=%d tunables=%s ld_preload=%s "
+	       "default=%s backend=%s persistent=%d\n",
+	       getauxval(AT_SECURE), (int)getuid(), (int)geteuid(), preload_mapped(), hg_of(m),
+	       hg_of(h), prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0), status_thp_enabled(),
+	       tun ? tun : "-", pre ? pre : "-", r ? "error" : thp_policy_name(d.policy),
+	       r ? thp_strerror(r) : thp_backend_name(d.backend_used), r ? 0 : d.persistent);
+	free(h);
+	munmap(m, len);
+	return fflush(stdout) ? 1 : 0;
+}
+
+static int wait_stdin(void)
+{
+	char c;
+
+	printf("ready pid=%d\n", (int)getpid());
+	fflush(stdout);
+	while (read(0, &c, 1) > 0)
+		;
+	return 0;
+}
+
+static int failures;
+
+#define CHECK(cond, ...)                                                   \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			printf("FAIL %s:%d: ", __func__, __LINE__);        \
+			printf(__VA_ARGS__);                               \
+			putchar('\n');                                     \
+			failures++;                                        \
+		}                                                          \
+	} while (0)
+
+static void *map(size_t len, int flags, int fd)
+{
+	return mmap(NULL, len, PROT_READ | PROT_WRITE, flags, fd, 0);
+}
+
+static void check_private_anon(void)
+{
+	void *p;
+
+	errno = 4242;
+	p = map(4 * MIB, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
+	if (p == MAP_FAILED)
+		return;
+	CHECK(errno == 4242, "a successful mmap changed errno to %d", errno);
+	CHECK(hg_of(p) == 1, "anonymous private mapping not advised huge");
+	munmap(p, 4 * MIB);
+
+	/* mmap64 is the same function on 64-bit, exported under its own name. */
+	p = mmap64(NULL, 4 * MIB, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(p != MAP_FAILED && hg_of(p) == 1, "mmap64 mapping not advised huge");
+	if (p != MAP_FAILED)
+		munmap(p, 4 * MIB);
+
+	/* The RFC default applies to PROT_NONE reservations too. */
+	p = mmap(NULL, 4 * MIB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(p != MAP_FAILED && hg_of(p) == 1, "PROT_NONE reservation not advised huge");
+	if (p != MAP_FAILED)
+		munmap(p, 4 * MIB);
+}
+
+static void check_untouched(void)
+{
+	char path[] = "/tmp/preload_probe.XXXXXX";
+	int fd = mkstemp(path);
+	void *p;
+
+	/* Shared anonymous memory is shmem: its THP setting is not ours. */
+	p = map(4 * MIB, MAP_SHARED | MAP_ANONYMOUS, -1);
+	CHECK(p != MAP_FAILED && hg_of(p) == 0, "MAP_SHARED|MAP_ANONYMOUS was advised");
+	if (p != MAP_FAILED)
+		munmap(p, 4 * MIB);
+
+	CHECK(fd >= 0, "mkstemp: %s", strerror(errno));
+	if (fd < 0)
+		return;
+	unlink(path);
+	CHECK(ftruncate(fd, (off_t)(4 * MIB)) == 0, "ftruncate: %s", strerror(errno));
+	p = map(4 * MIB, MAP_PRIVATE, fd);
+	CHECK(p != MAP_FAILED && hg_of(p) == 0, "private file mapping was advised");
+	if (p != MAP_FAILED)
+		munmap(p, 4 * MIB);
+	p = map(4 * MIB, MAP_SHARED, fd);
+	CHECK(p != MAP_FAILED && hg_of(p) == 0, "shared file mapping was advised");
+	if (p != MAP_FAILED)
+		munmap(p, 4 * MIB);
+	close(fd);
+
+	/* Stacks: the kernel makes MAP_STACK VM_NOHUGEPAGE; leave that. */
+	p = map(4 * MIB, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1);
+	CHECK(p != MAP_FAILED && hg_of(p) == 0, "MAP_STACK mapping was advised huge");
+	if (p != MAP_FAILED)
+		munmap(p, 4 * MIB);
+}
+
+static void check_errno(void)
+{
+	void *p;
+
+	errno = 0;
+	p = map(0, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	CHECK(p == MAP_FAILED && errno == EINVAL, "mmap(len 0): %p errno %d, want EINVAL", p,
+	      errno);
+	errno = 0;
+	p = map(4096, MAP_PRIVATE, 987);
+	CHECK(p == MAP_FAILED && errno == EBADF, "mmap(bad fd): %p errno %d, want EBADF", p,
+	      errno);
+}
+
+static void check_mremap(void)
+{
+	void *p = map(4 * MIB, MAP_PRIVATE | MAP_ANONYMOUS, -1), *q;
+
+	CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
+	if (p == MAP_FAILED)
+		return;
+	memset(p, 1, 4 * MIB);
+	q = mremap(p, 4 * MIB, 64 * MIB, MREMAP_MAYMOVE);
+	CHECK(q != MAP_FAILED, "mremap: %s", strerror(errno));
+	if (q == MAP_FAILED) {
+		munmap(p, 4 * MIB);
+		return;
+	}
+	CHECK(hg_of(q) == 1 && hg_of((char *)q + 60 * MIB) == 1,
+	      "grown mapping lost its huge advice");
+	memset(q, 2, 64 * MIB);
+	{
+		struct thp_mapping_state st;
+
+		CHECK(state_of(q, &st) && st.anon_huge_bytes > 0,
+		      "grown mapping has no AnonHugePages after touching it");
+	}
+	munmap(q, 64 * MIB);
+
+	/* An explicit MADV_NOHUGEPAGE survives a move. */
+	p = map(4 * MIB, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	if (p == MAP_FAILED)
+		return;
+	CHECK(madvise(p, 4 * MIB, MADV_NOHUGEPAGE) == 0, "madvise: %s", strerror(errno));
+	q = mremap(p, 4 * MIB, 32 * MIB, MREMAP_MAYMOVE);
+	CHECK(q != MAP_FAILED && hg_of(q) == 0, "MADV_NOHUGEPAGE region became huge on mremap");
+	munmap(q != MAP_FAILED ? q : p, q != MAP_FAILED ? 32 * MIB : 4 * MIB);
+}
+
+static void check_populate(void)
+{
+	struct thp_mapping_state st;
+	void *p = map(16 * MIB, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1);
+
+	CHECK(p != MAP_FAILED, "mmap: %s", strerror(errno));
+	if (p == MAP_FAILED)
+		return;
+	CHECK(state_of(p, &st) && st.advised_huge && st.anon_huge_bytes > 0 &&
+		      st.rss_bytes >= 16 * MIB,
+	      "MAP_POPULATE: hg %d AnonHugePages %llu Rss %llu", st.advised_huge,
+	      (unsigned long long)st.anon_huge_bytes, (unsigned long long)st.rss_bytes);
+	munmap(p, 16 * MIB);
+}
+
+static int interpose(void)
+{
+	if (!preload_mapped()) {
+		printf("FAIL: libthp-preload.so is not loaded\n");
+		return 1;
+	}
+	check_private_anon();
+	check_untouched();
+	check_errno();
+	check_mremap();
+	check_populate();
+	printf("%s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
+	return failures != 0;
+}
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int bench(long n)
+{
+	static const size_t sizes[] = { 4096, 64 * 1024, 4 * MIB };
+
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		double t0 = now();
+
+		for (long i = 0; i < n; i++) {
+			void *p = map(sizes[s], MAP_PRIVATE | MAP_ANONYMOUS, -1);
+
+			if (p == MAP_FAILED || munmap(p, sizes[s])) {
+				perror("preload_probe: bench");
+				return 1;
+			}
+		}
+		printf("bench preload=%d size=%zu ns_per_mmap_munmap=%.1f\n", preload_mapped(),
+		       sizes[s], (now() - t0) * 1e9 / (double)n);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 2 && !strcmp(argv[1], "report"))
+		return report();
+	if (argc == 2 && !strcmp(argv[1], "wait"))
+		return wait_stdin();
+	if (argc == 2 && !strcmp(argv[1], "interpose"))
+		return interpose();
+	if (argc == 3 && !strcmp(argv[1], "bench"))
+		return bench(atol(argv[2]));
+	fprintf(stderr, "usage: preload_probe report|wait|interpose|bench N\n");
+	return 2;
+}
