@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static bool parse_header(const char *line, uint64_t *start, uint64_t *end,
 			 char perms[8])
@@ -234,4 +237,89 @@ const char *mode_note(void)
 	snprintf(buf, sizeof(buf), " [THP sysfs mode is now \"%s\", not \"madvise\": "
 		 "changed during the test?]", mode_names[m]);
 	return buf;
+}
+
+int run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	/* A CK_RUN_CASE that matches nothing must not pass (run_tcase_natively). */
+	if (getenv("CK_RUN_CASE") && srunner_ntests_run(sr) == 0) {
+		fprintf(stderr, "CK_RUN_CASE=%s matched no test case\n", getenv("CK_RUN_CASE"));
+		failed = 1;
+	}
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+bool under_valgrind(void)
+{
+	const char *v = getenv("THP_TEST_UNDER_VALGRIND");
+
+	return v && !strcmp(v, "1");
+}
+
+bool expect_process_madvise(void)
+{
+	return !under_valgrind();
+}
+
+bool expect_pidfd_self(void)
+{
+	return !under_valgrind();
+}
+
+void assert_refused_no_process_madvise(int ret, const char *what)
+{
+	int e = errno;
+	const char *d = thp_strerror_detail();
+
+	ck_assert_msg(ret == -EOPNOTSUPP, "%s: returned %d (%s), expected -EOPNOTSUPP on a "
+		      "kernel without process_madvise()", what, ret, thp_strerror(ret));
+	ck_assert_msg(e == EOPNOTSUPP, "%s: errno %d, expected EOPNOTSUPP", what, e);
+	ck_assert_msg(!strcmp(d, DETAIL_NO_PROCESS_MADVISE), "%s: detail \"%s\", expected \"%s\"",
+		      what, d, DETAIL_NO_PROCESS_MADVISE);
+}
+
+uint32_t expected_self_backend(void)
+{
+	/* No RFC kernel here: process_madvise() when there is one, else the loop. */
+	return expect_process_madvise() ? THP_BACKEND_PROCESS_MADVISE : THP_BACKEND_MADVISE;
+}
+
+unsigned int scaled(unsigned int native, unsigned int min)
+{
+	unsigned int n = native / 10;
+
+	if (!under_valgrind())
+		return native;
+	return n < min ? min : n;
+}
+
+void run_tcase_natively(const char *tcase)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	int st;
+	pid_t pid;
+
+	ck_assert_msg(n > 0, "readlink /proc/self/exe: %s", strerror(errno));
+	exe[n] = '\0';
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* Check runs only this case; the child asserts the native way. */
+		if (setenv("CK_RUN_CASE", tcase, 1) || unsetenv("THP_TEST_UNDER_VALGRIND"))
+			_exit(126);
+		execl(exe, exe, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "native run of test case \"%s\" (%s) failed: status 0x%x (its output is above)",
+		      tcase, exe, st);
 }

@@ -3,10 +3,13 @@
 #ifndef THP_TEST_HELPERS_H
 #define THP_TEST_HELPERS_H
 
+#include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include <thp/thp.h>
 
 #define KiB (1024ULL)
 #define MiB (1024ULL * 1024ULL)
@@ -66,5 +69,55 @@ const char *mode_note(void);
 
 /* Raw madvise() that aborts the test on failure (for building layouts). */
 void must_madvise(void *p, size_t len, int advice);
+
+/* Run @s (CK_NORMAL) and free it; EXIT_SUCCESS unless a test failed. */
+int run_suite(Suite *s);
+
+/*
+ * The test environment.  Tests branch on these expectations, never on
+ * thp_probe(), so that a probe that gets the kernel wrong still fails.
+ *
+ * under_valgrind(): THP_TEST_UNDER_VALGRIND=1, set by .ci/valgrind (the
+ * `meson test --setup valgrind` wrapper).  Everything runs many times
+ * slower there, and one thread at a time: iteration counts scale down
+ * (scaled()), and threads racing the library must leave it a turn.
+ *
+ * expect_process_madvise() / expect_pidfd_self(): the host kernel (6.18)
+ * has both.  No valgrind release knows process_madvise() (syscall 440: it
+ * answers ENOSYS) and valgrind refuses the PIDFD_SELF pseudo-descriptor
+ * with EBADF before the kernel sees it, so under valgrind the library must
+ * behave exactly as on a kernel without either: madvise() for its own
+ * process, -EOPNOTSUPP for another one.
+ */
+bool under_valgrind(void);
+bool expect_process_madvise(void);
+bool expect_pidfd_self(void);
+
+/* thp_strerror_detail() of a request refused for want of process_madvise(). */
+#define DETAIL_NO_PROCESS_MADVISE "this kernel has no process_madvise()"
+
+/*
+ * A call that needs process_madvise() on a kernel without it: @ret is
+ * -EOPNOTSUPP, errno EOPNOTSUPP, and the detail says why.
+ */
+void assert_refused_no_process_madvise(int ret, const char *what);
+
+/* What THP_BACKEND_AUTO must pick for HUGE/NOHUGE on the own process. */
+uint32_t expected_self_backend(void);
+
+/*
+ * Run the test case (TCase) named @tcase of this program again in a child
+ * exec()ed natively: valgrind does not follow exec() (--trace-children=no),
+ * and the child is told it is not under valgrind.  For what cannot be
+ * tested under valgrind (too many mappings for it, only one backend to
+ * compare); aborts the test unless the child's run passes.
+ */
+void run_tcase_natively(const char *tcase);
+
+/*
+ * Iterations for a loop whose native count is @native: a tenth (at least
+ * @min) under valgrind, else @native.
+ */
+unsigned int scaled(unsigned int native, unsigned int min);
 
 #endif

@@ -4,6 +4,7 @@
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,8 +74,37 @@ START_TEST(huge_self_forced_backends)
 	for (size_t i = 0; i < 2; i++) {
 		char *m = map_aligned(4, 0);
 		THP_OPTS(thp_apply_all_opts, o, .advice = THP_ADVICE_NOHUGE, .backend = be[i]);
-		int ret = thp_apply_all(&o);
+		int ret;
 
+		if (be[i] == THP_BACKEND_PROCESS_MADVISE && !expect_process_madvise()) {
+			/*
+			 * Refused before the walk: no counter says anything was
+			 * advised, backend_used is not set, nothing changed.
+			 */
+			o.backend_used = 0xdead;
+			errno = 0;
+			ret = thp_apply_all(&o);
+			assert_refused_no_process_madvise(ret, "apply_all, forced process_madvise");
+			ck_assert_msg(o.mappings_seen == 0 && o.mappings_advised == 0 &&
+				      o.mappings_skipped == 0 && o.bytes_advised == 0 &&
+				      o.failures_needed == 0 && o.backend_used == 0xdead,
+				      "refused apply_all wrote results: seen %llu advised %llu "
+				      "bytes %llu backend_used %u",
+				      (unsigned long long)o.mappings_seen,
+				      (unsigned long long)o.mappings_advised,
+				      (unsigned long long)o.bytes_advised, o.backend_used);
+			ck_assert_msg(!vma_nh(0, U(m)) && !vma_hg(0, U(m)),
+				      "refused apply_all changed the test mapping");
+			{
+				int local;
+
+				ck_assert_msg(!vma_nh(0, U(&local)),
+					      "refused apply_all changed the stack");
+			}
+			munmap(m, 4 * MiB);
+			continue;
+		}
+		ret = thp_apply_all(&o);
 		ck_assert_msg(ret > 0, "backend %u: %d (%s)", be[i], ret, thp_strerror_detail());
 		ck_assert_uint_eq(o.backend_used, be[i]);
 		ck_assert_uint_eq((uint64_t)ret, o.mappings_advised);
@@ -271,12 +301,21 @@ END_TEST
 
 /* Mappings come and go under the walk: vanished ones are gaps, never errors. */
 static volatile int stop_churn;
+static volatile unsigned long churn_loops;
 
 static void *churn(void *arg)
 {
+	/*
+	 * valgrind runs one thread at a time and hands its lock over
+	 * unfairly: without a pause the churn starves the walk for good.
+	 */
+	const useconds_t pause_us = under_valgrind() ? 1000 : 0;
+
 	(void)arg;
 	while (!stop_churn) {
 		void *p[16];
+
+		churn_loops++; /* racy count: only "did it run" matters */
 
 		for (int i = 0; i < 16; i++) {
 			p[i] = mmap(NULL, (size_t)(i + 1) * 64 * 1024, PROT_READ | PROT_WRITE,
@@ -287,6 +326,8 @@ static void *churn(void *arg)
 		for (int i = 0; i < 16; i++)
 			if (p[i] != MAP_FAILED)
 				munmap(p[i], (size_t)(i + 1) * 64 * 1024);
+		if (pause_us)
+			usleep(pause_us);
 	}
 	return NULL;
 }
@@ -297,10 +338,16 @@ START_TEST(races_with_munmap)
 	char *m = map_aligned(4, 0);
 	struct timespec t0, t1;
 	int rounds = 0;
+	unsigned long loops_before;
 
 	stop_churn = 0;
+	churn_loops = 0;
 	for (int i = 0; i < 2; i++)
 		ck_assert_int_eq(pthread_create(&th[i], NULL, churn, NULL), 0);
+	/* Start racing only once the churn runs. */
+	while (churn_loops == 0)
+		sched_yield();
+	loops_before = churn_loops;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		THP_OPTS(thp_apply_all_opts, o, .advice = (rounds & 1) ? THP_ADVICE_NOHUGE
@@ -319,6 +366,7 @@ START_TEST(races_with_munmap)
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
 	ck_assert_int_gt(rounds, 3);
+	ck_assert_msg(churn_loops > loops_before, "the churn threads did not run during the walk");
 	munmap(m, 4 * MiB);
 }
 END_TEST
@@ -344,11 +392,5 @@ static Suite *all_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(all_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(all_suite());
 }

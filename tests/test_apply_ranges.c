@@ -60,6 +60,30 @@ static void assert_clean(uint64_t addr, const char *what)
 		      (unsigned long long)addr, si.vmflags);
 }
 
+/*
+ * A kernel without process_madvise(): a request forced onto that backend is
+ * refused before any system call, and writes neither its reports nor
+ * backend_used.  (The caller then checks that the memory is unchanged.)
+ */
+static void check_refused(const struct thp_range *r, size_t n, struct thp_apply_opts *o,
+			  const char *what)
+{
+	struct thp_report before[2];
+	int ret;
+
+	ck_assert(n <= 2 && o->reports);
+	garbage_reports(o->reports, n);
+	memcpy(before, o->reports, n * sizeof(*before));
+	o->backend_used = 0xdead;
+	errno = 0;
+	ret = thp_apply_ranges(r, n, o);
+	assert_refused_no_process_madvise(ret, what);
+	ck_assert_msg(!memcmp(before, o->reports, n * sizeof(*before)),
+		      "%s: a refused call wrote its reports", what);
+	ck_assert_msg(o->backend_used == 0xdead, "%s: a refused call set backend_used %u", what,
+		      o->backend_used);
+}
+
 /* 10 MiB mapping; the range is [base+2M, base+8M); sentinels on both sides. */
 START_TEST(huge_then_nohuge)
 {
@@ -123,6 +147,17 @@ START_TEST(forced_backends)
 			 .backend = be[i]);
 		int ret;
 
+		if (be[i] == THP_BACKEND_PROCESS_MADVISE && !expect_process_madvise()) {
+			/* Refused, for HUGE and NOHUGE alike, and nothing changed. */
+			check_refused(&r, 1, &o, "forced process_madvise, HUGE");
+			o.advice = THP_ADVICE_NOHUGE;
+			check_refused(&r, 1, &o, "forced process_madvise, NOHUGE");
+			assert_clean(r.addr, "forced process_madvise: the range");
+			assert_clean(U(base), "forced process_madvise: below");
+			assert_clean(U(base + 4 * MiB), "forced process_madvise: above");
+			munmap(base, 6 * MiB);
+			continue;
+		}
 		garbage_reports(&rep, 1);
 		ret = thp_apply_ranges(&r, 1, &o);
 		ck_assert_msg(ret == 1, "backend %u: %d (%s)", be[i], ret, thp_strerror_detail());
@@ -461,6 +496,22 @@ static void big_range(uint32_t backend)
 
 	r[1].addr = U(second + 2 * MiB);
 	r[1].len = 2 * MiB;
+	if (backend == THP_BACKEND_PROCESS_MADVISE && !expect_process_madvise()) {
+		check_refused(r, 1, &o, "5 GiB HUGE, forced process_madvise");
+		o.advice = THP_ADVICE_NOHUGE;
+		check_refused(r, 2, &o, "5 GiB + 2 MiB NOHUGE, forced process_madvise");
+		/* Nothing advised: the big mapping is still one VMA without hg/nh. */
+		ck_assert_int_eq(smaps_lookup(0, r[0].addr, &si), 0);
+		ck_assert_msg(si.found && !si.hg && !si.nh && si.start == U(base) &&
+			      si.end == U(base) + mib * MiB,
+			      "refused 5 GiB request changed the mapping: [0x%llx,0x%llx)%s",
+			      (unsigned long long)si.start, (unsigned long long)si.end,
+			      si.vmflags);
+		assert_clean(r[1].addr, "refused: second range");
+		munmap(base, mib * MiB);
+		munmap(second, 4 * MiB);
+		return;
+	}
 	garbage_reports(rep, 2);
 	ret = thp_apply_ranges(r, 1, &o);
 	ck_assert_msg(ret == 1, "backend %u, 5 GiB: %d (%s)", backend, ret,
@@ -675,6 +726,16 @@ START_TEST(kernel_enomem_not_a_gap)
 	struct smaps_info si;
 	int kerr;
 
+	if (under_valgrind()) {
+		/*
+		 * valgrind tracks every mapping in a fixed table
+		 * (VG_N_SEGMENTS) and exits when vm.max_map_count mappings
+		 * overflow it: run this case natively instead.
+		 */
+		munmap(base, 6 * MiB);
+		run_tcase_natively("max_map_count");
+		return;
+	}
 	fill_map_count(&filler, &filler_len);
 	/* Precondition: the kernel itself refuses (split needs a new VMA). */
 	ck_assert_msg(madvise(base + 2 * MiB, 2 * MiB, MADV_HUGEPAGE) == -1 &&
@@ -734,23 +795,24 @@ static Suite *ranges_suite(void)
 	tcase_add_test(tc, len_rounding);
 	tcase_add_test(tc, many_ranges);
 	tcase_add_test(tc, many_ranges_late_failure);
+	suite_add_tcase(s, tc);
 #ifndef __SANITIZE_ADDRESS__
-	/* Exhausts vm.max_map_count, which the ASan runtime cannot survive. */
+	/*
+	 * Exhausts vm.max_map_count, which the ASan runtime cannot survive.
+	 * A case of its own so that run_tcase_natively() can name it.
+	 */
+	tc = tcase_create("max_map_count");
+	tcase_set_timeout(tc, 30);
+	tcase_add_checked_fixture(tc, require_madvise_mode, NULL);
 	tcase_add_test(tc, kernel_enomem_not_a_gap);
+	suite_add_tcase(s, tc);
 #else
 	(void)kernel_enomem_not_a_gap;
 #endif
-	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
-	SRunner *sr = srunner_create(ranges_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(ranges_suite());
 }

@@ -85,6 +85,48 @@ static bool mentions_other_process(const char *s)
 	       strstr(low, "remote");
 }
 
+/* The child's two regions as start_child() left them: no advice, no huge pages. */
+static void assert_child_untouched(const struct child *c, const char *what)
+{
+	static const char *const names[] = { "region", "sentinel" };
+	const uint64_t at[] = { c->addr, c->sentinel };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct smaps_info si;
+
+		ck_assert_int_eq(smaps_lookup(c->pid, at[i], &si), 0);
+		ck_assert_msg(si.found && !si.hg && !si.nh && si.anon_huge == 0 &&
+			      si.rss == 4 * MiB,
+			      "%s: child %s changed: AnonHugePages %llu Rss %llu VmFlags:%s", what,
+			      names[i], (unsigned long long)si.anon_huge,
+			      (unsigned long long)si.rss, si.vmflags);
+	}
+}
+
+/*
+ * No process_madvise(): remote thp_apply_ranges() is refused before any
+ * system call; reports and backend_used stay as the caller left them.
+ */
+static void check_remote_refused(const struct thp_range *r, size_t n,
+				 struct thp_apply_opts *o, const struct child *c,
+				 const char *what)
+{
+	struct thp_report before[2];
+	int ret;
+
+	ck_assert(n <= 2 && o->reports);
+	memset(o->reports, 0xa5, n * sizeof(*before));
+	memcpy(before, o->reports, n * sizeof(*before));
+	o->backend_used = 0xdead;
+	errno = 0;
+	ret = thp_apply_ranges(r, n, o);
+	assert_refused_no_process_madvise(ret, what);
+	ck_assert_msg(!memcmp(before, o->reports, n * sizeof(*before)),
+		      "%s: a refused call wrote its reports", what);
+	ck_assert_uint_eq(o->backend_used, 0xdead);
+	assert_child_untouched(c, what);
+}
+
 START_TEST(remote_collapse)
 {
 	struct child c;
@@ -100,6 +142,22 @@ START_TEST(remote_collapse)
 	ck_assert_int_eq(smaps_lookup(c.pid, c.addr, &si), 0);
 	ck_assert_msg(si.found && si.anon_huge == 0, "child region already huge");
 	o.pidfd = c.pidfd;
+	if (!expect_process_madvise()) {
+		check_remote_refused(&r, 1, &o, &c, "remote COLLAPSE");
+		/* thp_query needs only /proc: it still sees the region as it was. */
+		{
+			struct thp_mapping_state st[2];
+			THP_OPTS(thp_query_opts, q, .pidfd = c.pidfd, .addr = c.addr,
+				 .len = 4 * MiB, .states = st, .states_cap = 2);
+
+			ck_assert_int_eq(thp_query(&q), 1);
+			ck_assert_uint_eq(st[0].start, c.addr);
+			ck_assert_uint_eq(st[0].anon_huge_bytes, 0);
+			ck_assert(!st[0].advised_huge && !st[0].advised_nohuge);
+		}
+		stop_child(&c);
+		return;
+	}
 	memset(&rep, 0xa5, sizeof(rep));
 	ret = thp_apply_ranges(&r, 1, &o);
 	ck_assert_msg(ret == 1, "remote COLLAPSE: %d (%s: %s)", ret, thp_strerror(ret),
@@ -165,8 +223,16 @@ START_TEST(remote_huge_nohuge_refused)
 			d = thp_strerror_detail();
 			ck_assert_ptr_nonnull(d);
 			ck_assert_msg(d[0] != '\0', "no detail for remote advice %d", adv[a]);
+			/*
+			 * Without process_madvise() the missing call is the
+			 * first reason, and the one reported.
+			 */
+			if (!expect_process_madvise())
+				ck_assert_msg(!strcmp(d, DETAIL_NO_PROCESS_MADVISE),
+					      "advice %d backend %u: detail \"%s\"", adv[a], be[b],
+					      d);
 			/* Collect these so every combination is checked. */
-			if (!mentions_other_process(d) && plen < sizeof(problems) - 1)
+			else if (!mentions_other_process(d) && plen < sizeof(problems) - 1)
 				plen += (size_t)snprintf(problems + plen, sizeof(problems) - plen,
 					"[advice %d backend %u: detail does not mention another "
 					"process: \"%s\"] ", adv[a], be[b], d);
@@ -179,11 +245,15 @@ START_TEST(remote_huge_nohuge_refused)
 		THP_OPTS(thp_apply_all_opts, o, .advice = THP_ADVICE_HUGE, .pidfd = c.pidfd);
 
 		ck_assert_int_eq(thp_apply_all(&o), -EOPNOTSUPP);
-		if (!mentions_other_process(thp_strerror_detail()) && plen < sizeof(problems) - 1)
+		if (!expect_process_madvise())
+			ck_assert_str_eq(thp_strerror_detail(), DETAIL_NO_PROCESS_MADVISE);
+		else if (!mentions_other_process(thp_strerror_detail()) &&
+			 plen < sizeof(problems) - 1)
 			plen += (size_t)snprintf(problems + plen, sizeof(problems) - plen,
 				"[apply_all HUGE: detail \"%s\"]", thp_strerror_detail());
 		ck_assert(!vma_hg(c.pid, c.addr));
 	}
+	assert_child_untouched(&c, "refused HUGE/NOHUGE");
 	stop_child(&c);
 	ck_assert_msg(problems[0] == '\0', "%s", problems);
 }
@@ -246,6 +316,13 @@ START_TEST(remote_collapse_gap_report)
 	r[1].len = 2 * MiB;
 	o.pidfd = c.pidfd;
 	ck_assert_msg(!vma_mapped(c.pid, c.addr + 4 * MiB), "layout: no gap after the region");
+	if (!expect_process_madvise()) {
+		check_remote_refused(r, 2, &o, &c, "remote COLLAPSE with gap");
+		o.flags = THP_F_SKIP_ERRORS;
+		check_remote_refused(r, 2, &o, &c, "remote COLLAPSE with gap, SKIP_ERRORS");
+		stop_child(&c);
+		return;
+	}
 	memset(rep, 0xa5, sizeof(rep));
 	ret = thp_apply_ranges(r, 2, &o);
 	ck_assert_msg(ret == 2, "remote COLLAPSE with gap, NO_ERROR_ON_UNMAPPED: %d (%s)", ret,
@@ -296,6 +373,23 @@ START_TEST(remote_apply_all_collapse)
 
 	start_child(&c);
 	o.pidfd = c.pidfd;
+	if (!expect_process_madvise()) {
+		/* Refused before the walk: no counts, backend_used not set. */
+		o.backend_used = 0xdead;
+		errno = 0;
+		ret = thp_apply_all(&o);
+		assert_refused_no_process_madvise(ret, "remote apply_all COLLAPSE");
+		ck_assert_msg(o.mappings_seen == 0 && o.mappings_advised == 0 &&
+			      o.mappings_skipped == 0 && o.bytes_advised == 0 &&
+			      o.failures_needed == 0 && o.backend_used == 0xdead,
+			      "refused remote apply_all wrote results: seen %llu advised %llu "
+			      "bytes %llu backend_used %u", (unsigned long long)o.mappings_seen,
+			      (unsigned long long)o.mappings_advised,
+			      (unsigned long long)o.bytes_advised, o.backend_used);
+		assert_child_untouched(&c, "refused remote apply_all COLLAPSE");
+		stop_child(&c);
+		return;
+	}
 	ret = thp_apply_all(&o);
 	/* Check the effect first, then the counts. */
 	ck_assert_uint_eq(vma_anon_huge(c.pid, c.addr), 4 * MiB);
@@ -359,11 +453,5 @@ static Suite *remote_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(remote_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(remote_suite());
 }

@@ -933,16 +933,35 @@ START_TEST(exited_target)
 }
 END_TEST
 
+/*
+ * thpctl runs natively even when this program runs under valgrind, so its
+ * probe output is compared with a native thp_probe(): under valgrind the
+ * probe cases run in a native re-execution of this program.
+ */
+START_TEST(probe_natively)
+{
+	run_tcase_natively("probe");
+}
+END_TEST
+
 static Suite *thpctl_suite(void)
 {
 	Suite *s = suite_create("thpctl");
 	TCase *tc = tcase_create("thpctl");
+	TCase *probe = tcase_create("probe");
+
+	tcase_set_timeout(probe, 60);
+	if (under_valgrind()) {
+		tcase_add_test(probe, probe_natively);
+	} else {
+		tcase_add_test(probe, probe_text);
+		tcase_add_test(probe, probe_json);
+	}
+	suite_add_tcase(s, probe);
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, help_version);
 	tcase_add_test(tc, usage_errors);
-	tcase_add_test(tc, probe_text);
-	tcase_add_test(tc, probe_json);
 	tcase_add_test(tc, status_remote_text);
 	tcase_add_test(tc, status_remote_json);
 	tcase_add_test(tc, status_never);
@@ -962,11 +981,5 @@ static Suite *thpctl_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(thpctl_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(thpctl_suite());
 }
