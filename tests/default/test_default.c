@@ -30,6 +30,7 @@
 #include <thp/thp.h>
 
 #include "thp_default_util.c"
+#include "../helpers.h"
 
 #ifndef PR_SET_THP_DISABLE
 #define PR_SET_THP_DISABLE 41
@@ -820,8 +821,7 @@ static void add(Suite *s, const char *name, const TTest *t)
 int main(void)
 {
 	Suite *s = suite_create("default");
-	SRunner *sr;
-	int failed;
+	int rc;
 
 	save_sysfs_once();
 	add(s, "always_nohuge", always_nohuge);
@@ -833,11 +833,7 @@ int main(void)
 	add(s, "bad_input", bad_input);
 	add(s, "zero_tail_accepted", zero_tail_accepted);
 	add(s, "failed_require_persistent_keeps_policy", failed_require_persistent_keeps_policy);
-
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	rc = run_suite(s);
 	restore_sysfs();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return rc;
 }

@@ -26,6 +26,7 @@
 #include <linux/seccomp.h>
 
 #include <thp/thp.h>
+#include "../helpers.h"
 
 #ifndef SECCOMP_RET_KILL_PROCESS
 #define SECCOMP_RET_KILL_PROCESS 0x80000000U
@@ -317,17 +318,11 @@ int main(void)
 {
 	Suite *s = suite_create("prctl_hazard");
 	TCase *tc = tcase_create("prctl_78_79");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, no_rfc_prctl_without_opt_in);
 	tcase_add_test(tc, filter_kills_direct_prctl);
 	tcase_add_test(tc, opt_in_issues_rfc_prctl);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }

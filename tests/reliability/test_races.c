@@ -258,15 +258,9 @@ int main(void)
 {
 	Suite *s = suite_create("races");
 	TCase *tc = tcase_create("races");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, churn_while_applying);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return run_suite(s);
 }

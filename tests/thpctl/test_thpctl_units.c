@@ -10,6 +10,7 @@
 #include "json.h"
 #include "parse.h"
 #include "thpctl.h"
+#include "../helpers.h"
 
 /* parse.c reports pidfd_open() failures through this (main.c in thpctl). */
 void thpctl_error(const char *fmt, ...)
@@ -221,8 +222,6 @@ int main(void)
 {
 	Suite *s = suite_create("thpctl-units");
 	TCase *tc = tcase_create("units");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, numbers);
 	tcase_add_test(tc, sizes);
@@ -231,9 +230,5 @@ int main(void)
 	tcase_add_test(tc, json_escaping);
 	tcase_add_test(tc, json_structure);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_suite(s);
 }
