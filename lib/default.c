@@ -366,6 +366,9 @@ static int get_remote(struct thp_default_opts *o, const struct thp_target *t)
 	n = sys_read_file(path, buf, sizeof(buf));
 	if (n < 0)
 		return n == -ENOENT ? -ESRCH : (int)n;
+	/* A zombie's status still reads, without its memory's THP state. */
+	if (target_alive(t))
+		return -ESRCH;
 	p = strstr(buf, "\nTHP_enabled:");
 	if (!p) {
 		report_set_detail("this kernel's /proc/PID/status has no THP_enabled line");

@@ -432,6 +432,42 @@ START_TEST(remote_query_exited)
 }
 END_TEST
 
+/*
+ * A zombie (exited, not yet reaped) still accepts signal 0, but it has no
+ * address space left: every remote call must say -ESRCH, never report an
+ * empty success.
+ */
+START_TEST(remote_zombie)
+{
+	struct child c;
+	siginfo_t si;
+	int status, r;
+	THP_OPTS(thp_query_opts, q);
+	THP_OPTS(thp_apply_all_opts, all, .advice = THP_ADVICE_COLLAPSE,
+		 .flags = THP_F_SKIP_ERRORS);
+	THP_OPTS(thp_default_opts, d);
+
+	start_child(&c);
+	kill(c.pid, SIGKILL);
+	/* Wait for the exit without reaping it (WNOWAIT keeps the zombie). */
+	ck_assert_int_eq(waitid(P_PID, (id_t)c.pid, &si, WEXITED | WNOWAIT), 0);
+	q.pidfd = all.pidfd = d.pidfd = c.pidfd;
+
+	ck_assert_int_eq(thp_query(&q), -ESRCH);
+	r = thp_apply_all(&all);
+	if (expect_process_madvise())
+		ck_assert_msg(r == -ESRCH, "apply_all on a zombie: %d (%s)", r, thp_strerror(r));
+	else
+		ck_assert_msg(r == -ESRCH || r == -EOPNOTSUPP, "apply_all on a zombie: %d", r);
+	ck_assert_uint_eq(all.mappings_advised, 0);
+	r = thp_get_default(&d);
+	ck_assert_msg(r == -ESRCH, "get_default on a zombie: %d (%s)", r, thp_strerror(r));
+
+	ck_assert(waitpid(c.pid, &status, 0) == c.pid);
+	close(c.pidfd);
+}
+END_TEST
+
 static Suite *remote_suite(void)
 {
 	Suite *s = suite_create("remote");
@@ -447,6 +483,7 @@ static Suite *remote_suite(void)
 	tcase_add_test(tc, pidfd_of_self);
 	tcase_add_test(tc, remote_apply_all_collapse);
 	tcase_add_test(tc, remote_query_exited);
+	tcase_add_test(tc, remote_zombie);
 	suite_add_tcase(s, tc);
 	return s;
 }
