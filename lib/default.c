@@ -9,7 +9,6 @@
  * effect is read back before it is believed.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,49 +295,29 @@ THP_API int thp_set_default(struct thp_default_opts *o)
 
 /*
  * Is libthp-preload.so (thpctl run --policy huge) mapped in the target?
- * Loaded means active, so this is its policy.  1, 0, or -errno.  Scans
- * /proc/PID/maps line by line with a fixed buffer, matching the path's
- * basename (also when the file was replaced: " (deleted)").
+ * Loaded means active, so this is its policy.  1, 0, or -errno.  Matches
+ * the path's basename in the maps text (also when the file was replaced:
+ * " (deleted)").
  */
 static int preload_mapped(const struct thp_target *t)
 {
 	static const char name[] = "/libthp-preload.so";
-	char path[64], buf[4096];
-	size_t len = 0;
-	int fd, found = 0;
+	const size_t name_len = sizeof(name) - 1;
+	struct thp_vma_walk w;
+	const char *line;
+	size_t len;
+	int r = vma_walk_open(&w, t, true);
 
-	if (t->self)
-		snprintf(path, sizeof(path), "/proc/self/maps");
-	else
-		snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
-	fd = sys_open(path, O_RDONLY);
-	if (fd < 0)
-		return fd == -ENOENT && !t->self ? -ESRCH : fd;
-	while (!found) {
-		long n = sys_read(fd, buf + len, sizeof(buf) - len);
-		char *line = buf, *nl;
-
-		if (n <= 0) {
-			found = (int)(n < 0 ? n : 0);
+	if (r)
+		return r;
+	while ((r = vma_walk_next_line(&w, &line, &len)) == 1) {
+		if (len > 10 && !memcmp(line + len - 10, " (deleted)", 10))
+			len -= 10;
+		if (len >= name_len && !memcmp(line + len - name_len, name, name_len))
 			break;
-		}
-		len += (size_t)n;
-		while (!found && (nl = memchr(line, '\n', len - (size_t)(line - buf)))) {
-			size_t l = (size_t)(nl - line);
-
-			if (l > 10 && !memcmp(nl - 10, " (deleted)", 10))
-				l -= 10;
-			found = l >= sizeof(name) - 1 &&
-				!memcmp(line + l - (sizeof(name) - 1), name, sizeof(name) - 1);
-			line = nl + 1;
-		}
-		len -= (size_t)(line - buf);
-		memmove(buf, line, len);
-		if (len == sizeof(buf)) /* longer than any maps line: drop it */
-			len = 0;
 	}
-	sys_close(fd);
-	return found;
+	vma_walk_close(&w);
+	return r;
 }
 
 /* The preload's HUGE, unless THP is disabled completely (NEVER wins). */
@@ -346,6 +325,9 @@ static int check_preload(struct thp_default_opts *o, const struct thp_target *t)
 {
 	int r = preload_mapped(t);
 
+	/* Not being able to look (no /proc) is no error of the caller's. */
+	if (r < 0)
+		report_clear_detail();
 	if (r <= 0)
 		return r;
 	o->policy = THP_POLICY_HUGE;
@@ -370,23 +352,25 @@ static int get_remote(struct thp_default_opts *o, const struct thp_target *t)
 	if (target_alive(t))
 		return -ESRCH;
 	p = strstr(buf, "\nTHP_enabled:");
-	if (!p) {
-		report_set_detail("this kernel's /proc/PID/status has no THP_enabled line");
-		return -EOPNOTSUPP;
+	if (p && !strtol(p + 13, NULL, 10)) {
+		o->policy = THP_POLICY_NEVER;
+		o->backend_used = THP_BACKEND_PRCTL_DISABLE;
+		o->persistent = true;
+		return 0;
 	}
-	if (strtol(p + 13, NULL, 10)) {
+	/* The preload's HUGE shows in the maps: check the target outlived the read. */
+	if (check_preload(o, t) > 0)
+		return target_alive(t);
+	if (!p)
+		report_set_detail("this kernel's /proc/PID/status has no THP_enabled line");
+	else
 		/*
 		 * THP_enabled: 1 covers both SYSTEM and NOHUGE (EXCEPT_ADVISED
 		 * is not shown for another process): do not guess.
 		 */
 		report_set_detail("the kernel does not show whether another process has "
 				  "PR_THP_DISABLE_EXCEPT_ADVISED: its policy is system or nohuge");
-		return -EOPNOTSUPP;
-	}
-	o->policy = THP_POLICY_NEVER;
-	o->backend_used = THP_BACKEND_PRCTL_DISABLE;
-	o->persistent = true;
-	return target_alive(t);
+	return -EOPNOTSUPP;
 }
 
 THP_API int thp_get_default(struct thp_default_opts *o)
@@ -408,9 +392,6 @@ THP_API int thp_get_default(struct thp_default_opts *o)
 	o->mappings_changed = 0;
 	if (!t.self) {
 		err = get_remote(o, &t);
-		/* THP_enabled: 1 is system or nohuge, unless the preload runs. */
-		if (err == -EOPNOTSUPP && check_preload(o, &t) > 0)
-			err = target_alive(&t);
 		goto out;
 	}
 	o->persistent = true;

@@ -147,6 +147,12 @@ int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t, bool full)
  * moves forward: @addr must not decrease between calls.
  */
 int vma_walk_next(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v);
+/*
+ * The raw maps text instead (a walk opened with @full): the next whole
+ * line, without its newline, valid until the next call.  1, 0 at the end,
+ * or -errno.  Reads with a fixed buffer, no allocation.
+ */
+int vma_walk_next_line(struct thp_vma_walk *w, const char **line, size_t *len);
 void vma_walk_close(struct thp_vma_walk *w);
 /* Parse one /proc/PID/maps line's range.  0 or -EINVAL. */
 int maps_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end);

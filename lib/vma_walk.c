@@ -96,8 +96,7 @@ static int walk_query(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
 	return 1;
 }
 
-/* Next full line of the maps text; 1, 0 at EOF, or -errno. */
-static int next_line(struct thp_vma_walk *w, const char **line, size_t *len)
+int vma_walk_next_line(struct thp_vma_walk *w, const char **line, size_t *len)
 {
 	for (;;) {
 		char *nl = memchr(w->buf + w->pos, '\n', w->len - w->pos);
@@ -133,7 +132,7 @@ static int walk_text(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
 	size_t len = 0;
 	int r;
 
-	while ((r = next_line(w, &line, &len)) == 1) {
+	while ((r = vma_walk_next_line(w, &line, &len)) == 1) {
 		uint64_t s, e;
 
 		if (maps_parse_line(line, len, &s, &e))

@@ -26,7 +26,6 @@
 #undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -198,37 +197,25 @@ static void advise_line(const char *line, const char *end, unsigned int *advised
 }
 
 /*
- * Advise the anonymous private mappings that exist before main().  Reads
- * /proc/self/maps with a fixed buffer: no allocation this early.
+ * Advise the anonymous private mappings that exist before main().  The
+ * walk reads /proc/self/maps with a fixed buffer: no allocation this early,
+ * and no probe (a text walk of our own process needs none).
  */
 static void advise_existing(void)
 {
-	char buf[4096];
-	size_t len = 0;
+	struct thp_target self = { .self = true, .pidfd = -1 };
+	struct thp_vma_walk w;
 	unsigned int advised = 0;
-	int fd = sys_open("/proc/self/maps", O_RDONLY);
+	const char *line;
+	size_t len;
 
-	if (fd < 0) {
+	if (vma_walk_open(&w, &self, true)) {
 		dbg("cannot open /proc/self/maps: existing mappings not advised\n");
 		return;
 	}
-	for (;;) {
-		long n = sys_read(fd, buf + len, sizeof(buf) - len);
-		char *line = buf, *nl;
-
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		while ((nl = memchr(line, '\n', len - (size_t)(line - buf)))) {
-			advise_line(line, nl, &advised);
-			line = nl + 1;
-		}
-		len -= (size_t)(line - buf);
-		memmove(buf, line, len);
-		if (len == sizeof(buf)) /* a line longer than the buffer: drop it */
-			len = 0;
-	}
-	sys_close(fd);
+	while (vma_walk_next_line(&w, &line, &len) == 1)
+		advise_line(line, line + len, &advised);
+	vma_walk_close(&w);
 	dbg("advised %u existing anonymous mappings\n", advised);
 }
 
