@@ -30,9 +30,6 @@
 #ifndef __NR_pidfd_open
 #define __NR_pidfd_open 434
 #endif
-#ifndef __NR_pidfd_send_signal
-#define __NR_pidfd_send_signal 424
-#endif
 
 /* RFC "add process_madvise() flags to modify behaviour" (never merged). */
 #define PMADV_SKIP_ERRORS (1U << 0)

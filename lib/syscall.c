@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include "compat.h"
@@ -40,11 +39,6 @@ long sys_prctl(int option, unsigned long a2, unsigned long a3,
 int sys_pidfd_open(pid_t pid, unsigned int flags)
 {
 	return (int)SYSRET(syscall(__NR_pidfd_open, pid, flags));
-}
-
-int sys_pidfd_send_signal(int pidfd, int sig)
-{
-	return (int)SYSRET(syscall(__NR_pidfd_send_signal, pidfd, sig, NULL, 0));
 }
 
 int sys_pidfd_poll_exited(int pidfd)

@@ -17,7 +17,6 @@ long sys_process_madvise(int pidfd, const struct iovec *iov, size_t n,
 long sys_prctl(int option, unsigned long a2, unsigned long a3,
 	       unsigned long a4, unsigned long a5);
 int sys_pidfd_open(pid_t pid, unsigned int flags);
-int sys_pidfd_send_signal(int pidfd, int sig);
 /* 1 when the pidfd's process has exited (zombie or reaped), 0 if not, -errno. */
 int sys_pidfd_poll_exited(int pidfd);
 int sys_open(const char *path, int flags);

@@ -92,9 +92,10 @@ int target_alive(const struct thp_target *t)
 {
 	if (t->self || t->pidfd < 0)
 		return 0;
-	/* A zombie still takes signals, but its address space is gone: an
-	 * empty walk of it must not look like success.  Its pidfd polls readable. */
-	if (sys_pidfd_poll_exited(t->pidfd) == 1)
-		return -ESRCH;
-	return sys_pidfd_send_signal(t->pidfd, 0) == -ESRCH ? -ESRCH : 0;
+	/*
+	 * A pidfd polls readable once its process has exited, reaped or still
+	 * a zombie.  (A zombie still takes signal 0, but its address space is
+	 * gone: an empty walk of it must not look like success.)
+	 */
+	return sys_pidfd_poll_exited(t->pidfd) == 1 ? -ESRCH : 0;
 }
