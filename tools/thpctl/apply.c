@@ -388,15 +388,6 @@ int thpctl_cmd_apply(int argc, char **argv)
 		status = THPCTL_EXIT_FAILURE;
 		goto out;
 	}
-	/*
-	 * A target that exited during the call (a zombie still answers with an
-	 * empty address space) did not get what was asked: say so.
-	 */
-	if (!q.self && res.ret != -ESRCH && thpctl_pidfd_exited(pidfd)) {
-		res.ret = -ESRCH;
-		snprintf(res.detail, sizeof(res.detail), "the target process exited");
-		res.exit_status = THPCTL_EXIT_FAILURE;
-	}
 	status = res.exit_status;
 	if (q.json) {
 		if (print_json(&q, &res))

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -180,15 +179,4 @@ int thpctl_open_pidfd(pid_t pid)
 		fd = nfd;
 	}
 	return fd;
-}
-
-bool thpctl_pidfd_exited(int pidfd)
-{
-	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-	int r;
-
-	/* A pidfd polls readable once its process has exited. */
-	while ((r = poll(&p, 1, 0)) < 0 && errno == EINTR)
-		;
-	return r > 0;
 }

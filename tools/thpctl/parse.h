@@ -38,10 +38,4 @@ int thpctl_parse_pid(const char *s, pid_t *out, const char **why);
  */
 int thpctl_open_pidfd(pid_t pid);
 
-/*
- * True when the process behind @pidfd has exited (it may still be a zombie,
- * whose pid and pidfd work but whose address space is gone).
- */
-bool thpctl_pidfd_exited(int pidfd);
-
 #endif

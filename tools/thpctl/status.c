@@ -317,14 +317,6 @@ int thpctl_cmd_status(int argc, char **argv)
 	}
 	if (gather(pidfd, &d) != 0)
 		goto out;
-	/*
-	 * A process that exited during the reads (even one not yet reaped)
-	 * gives an empty or partial picture: report that, not the picture.
-	 */
-	if (!d.self && thpctl_pidfd_exited(pidfd)) {
-		thpctl_error("status: process %d exited", (int)d.pid);
-		goto out;
-	}
 	if (o.json) {
 		status = print_json(&o, &d) ? THPCTL_EXIT_FAILURE : THPCTL_EXIT_OK;
 	} else {
