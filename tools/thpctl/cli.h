@@ -3,6 +3,7 @@
 #ifndef THPCTL_CLI_H
 #define THPCTL_CLI_H
 
+#include <stdarg.h>
 #include <stdio.h>
 
 /* Print the usage of subcommand @cmd (NULL: the overview) to @f. */
@@ -14,6 +15,9 @@ void thpctl_usage(const char *cmd, FILE *f);
  */
 int thpctl_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The same message, for callers with their own exit status (run: 125). */
+void thpctl_vusage_error(const char *cmd, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
 
 /* The getopt_long() error for the option at argv[optind - 1]. */
 int thpctl_bad_option(const char *cmd, char **argv, int opt);

@@ -132,15 +132,20 @@ void thpctl_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+void thpctl_vusage_error(const char *cmd, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "thpctl: %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\nTry \"thpctl %s --help\".\n", cmd);
+}
+
 int thpctl_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "thpctl: %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	thpctl_vusage_error(cmd, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry \"thpctl %s --help\".\n", cmd);
 	return THPCTL_EXIT_USAGE;
 }
 

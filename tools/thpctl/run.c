@@ -45,15 +45,14 @@ struct run_args {
 };
 
 static int run_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* thpctl_usage_error(), but with env(1)'s status: nothing was run. */
 static int run_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("thpctl: run: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	thpctl_vusage_error("run", fmt, ap);
 	va_end(ap);
-	fputs("\nTry \"thpctl run --help\".\n", stderr);
 	return THPCTL_EXIT_RUN_FAILED;
 }
 
