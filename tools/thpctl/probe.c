@@ -95,30 +95,6 @@ static void pmadv_reason(const struct thp_probe_info *pi, struct backend_line *b
 					      names[i]);
 }
 
-/*
- * The preload "thpctl run" would use: $THPCTL_PRELOAD, else the build tree's
- * when this thpctl runs from that build tree, else the installed one.
- */
-static const char *preload_path(void)
-{
-	static const char build[] = THPCTL_PRELOAD_BUILD;
-	const char *env = getenv("THPCTL_PRELOAD");
-	char exe[4096];
-	ssize_t n;
-	size_t root;
-
-	if (env && *env)
-		return env;
-	/* The build root is THPCTL_PRELOAD_BUILD without "/preload/libthp-preload.so". */
-	root = sizeof(build) - 1 >= sizeof("/preload/libthp-preload.so") - 1
-		       ? sizeof(build) - sizeof("/preload/libthp-preload.so") : 0;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (root && n > 0 && (size_t)n > root && !strncmp(exe, build, root) && exe[root] == '/' &&
-	    access(build, R_OK) == 0)
-		return build;
-	return THPCTL_PRELOAD_INSTALLED;
-}
-
 static void fill_backends(const struct thp_probe_info *pi, struct backend_line *b)
 {
 	for (unsigned int id = 1; id < THP_BACKEND_COUNT; id++) {
@@ -170,7 +146,7 @@ static void fill_backends(const struct thp_probe_info *pi, struct backend_line *
 				 "advises existing mappings only: not persistent");
 			break;
 		case THP_BACKEND_PRELOAD:
-			l->path = preload_path();
+			l->path = thpctl_preload_path();
 			l->available = access(l->path, R_OK) == 0;
 			if (l->available)
 				snprintf(l->reason, sizeof(l->reason),

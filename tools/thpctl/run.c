@@ -120,20 +120,13 @@ static bool running_from(const char *root)
 	return !strncmp(exe, dir, n) && exe[n] == '/';
 }
 
-/*
- * The preload to use, as an absolute path (children may chdir): $THPCTL_PRELOAD,
- * else the build tree's when thpctl runs from there, else the installed one.
- * Returns a malloc()ed path, or NULL after printing why.
- */
-static char *find_preload(void)
+const char *thpctl_preload_path(void)
 {
 	const char *env = getenv("THPCTL_PRELOAD");
-	const char *path = THPCTL_PRELOAD_INSTALLED;
-	char *abs;
 
-	if (env && *env) {
-		path = env;
-	} else if (is_file(THPCTL_PRELOAD_BUILD)) {
+	if (env && *env)
+		return env;
+	if (is_file(THPCTL_PRELOAD_BUILD)) {
 		char root[PATH_MAX], *slash;
 
 		/* THPCTL_PRELOAD_BUILD is <build root>/preload/libthp-preload.so. */
@@ -141,8 +134,21 @@ static char *find_preload(void)
 		for (int up = 0; up < 2 && (slash = strrchr(root, '/')); up++)
 			*slash = 0;
 		if (running_from(root))
-			path = THPCTL_PRELOAD_BUILD;
+			return THPCTL_PRELOAD_BUILD;
 	}
+	return THPCTL_PRELOAD_INSTALLED;
+}
+
+/*
+ * thpctl_preload_path() as an absolute path (children may chdir), checked
+ * to be readable and to fit in LD_PRELOAD.  Returns a malloc()ed path, or
+ * NULL after printing why.
+ */
+static char *find_preload(void)
+{
+	const char *path = thpctl_preload_path();
+	char *abs;
+
 	if (!is_file(path)) {
 		thpctl_error("run: cannot read %s: %s (set THPCTL_PRELOAD to its path)", path,
 			     strerror(errno ? errno : ENOENT));

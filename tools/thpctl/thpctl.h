@@ -27,6 +27,13 @@ int thpctl_cmd_run(int argc, char **argv);
 /* "thpctl: <message>\n" on stderr. */
 void thpctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * The libthp-preload.so that "thpctl run --policy huge" uses (run.c):
+ * $THPCTL_PRELOAD, else the build tree's when this thpctl runs from that
+ * build tree, else the installed one.  Not checked to exist.
+ */
+const char *thpctl_preload_path(void);
+
 /* "huge" / "nohuge" / "never" / "system" -> enum thp_policy; -1 if unknown. */
 int thpctl_parse_policy(const char *name);
 
