@@ -443,14 +443,11 @@ static int in_child(void (*fn)(void *), void *arg)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* Run fn in a child and collect what it writes into a pipe. */
-struct piped {
-	int wfd;
-	void *arg;
-	void (*fn)(int wfd, void *arg);
-};
-
-static int run_piped(void (*fn)(int, void *), void *arg, void *out, size_t len)
+/*
+ * Run fn in a child and collect what it writes into a pipe, up to @len
+ * bytes or its end.  The number of bytes read, or -errno.
+ */
+static long run_piped(void (*fn)(int, void *), void *arg, void *out, size_t len)
 {
 	int p[2], st;
 	size_t n = 0;
@@ -480,7 +477,13 @@ static int run_piped(void (*fn)(int, void *), void *arg, void *out, size_t len)
 	close(p[0]);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	return n == len ? 0 : -EIO;
+	return (long)n;
+}
+
+/* run_piped() for a child that writes exactly @len bytes: 0 or -EIO. */
+static int run_piped_exact(void (*fn)(int, void *), void *arg, void *out, size_t len)
+{
+	return run_piped(fn, arg, out, len) == (long)len ? 0 : -EIO;
 }
 
 /* ---- apply_all ------------------------------------------------------- */
@@ -530,7 +533,7 @@ static void check_apply_all(void)
 		if (!(pinfo.backends & (1u << be)))
 			continue;
 		memset(&cur, 0, sizeof(cur));
-		if (run_piped(all_child, &be, &cur, sizeof(cur))) {
+		if (run_piped_exact(all_child, &be, &cur, sizeof(cur))) {
 			cfail(&c, "%s: child failed", thp_backend_name(be));
 			continue;
 		}
@@ -624,7 +627,7 @@ static void check_rfc2(void)
 
 	if (!rfc)
 		return;
-	if (run_piped(rfc2_child, NULL, res, sizeof(res)))
+	if (run_piped_exact(rfc2_child, NULL, res, sizeof(res)))
 		cfail(&c, "child failed");
 	else if (res[0] <= 0)
 		cfail(&c, "thp_apply_all(HUGE, SKIP_ERRORS, auto) = %d (%s), expected > 0",
@@ -645,45 +648,30 @@ struct child_report {
 
 static const char *self_exe = "/init";
 
+/* In the child: become /init --child [rfc], stdout into the pipe. */
+static void exec_self_child(int wfd, void *arg)
+{
+	bool rfc_flag = *(bool *)arg;
+	char *argv[] = { (char *)self_exe, (char *)"--child",
+			 (char *)(rfc_flag ? "rfc" : "norfc"), NULL };
+	char *envp[] = { NULL };
+
+	dup2(wfd, 1);
+	execve(self_exe, argv, envp);
+	_exit(127);
+}
+
 /* fork + execve(/init --child [rfc]); parse its one line. */
 static int exec_child(bool rfc_flag, struct child_report *cr)
 {
-	int p[2], st;
 	char buf[256];
-	size_t n = 0;
-	pid_t pid;
+	long n;
 
 	memset(cr, 0, sizeof(*cr));
-	if (pipe(p))
-		return -errno;
-	fflush(stdout);
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		char *argv[] = { (char *)self_exe, (char *)"--child",
-				 (char *)(rfc_flag ? "rfc" : "norfc"), NULL };
-		char *envp[] = { NULL };
-
-		close(p[0]);
-		dup2(p[1], 1);
-		execve(self_exe, argv, envp);
-		_exit(127);
-	}
-	close(p[1]);
-	while (n < sizeof(buf) - 1) {
-		ssize_t r = read(p[0], buf + n, sizeof(buf) - 1 - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
+	n = run_piped(exec_self_child, &rfc_flag, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return (int)n;
 	buf[n] = 0;
-	close(p[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
 	if (sscanf(buf, "CHILD rc=%d policy=%d hg=%d nh=%d disabled=%d", &cr->rc, &cr->policy,
 		   &cr->hg, &cr->nh, &cr->disabled) != 5)
 		return -EIO;
@@ -809,7 +797,7 @@ static void sd_case_run(void *arg)
 		struct child_report cr;
 
 		/* fork: fresh mapping flags */
-		if (run_piped(fork_flags_child, NULL, res, sizeof(res)) || res[0])
+		if (run_piped_exact(fork_flags_child, NULL, res, sizeof(res)) || res[0])
 			cfail(&c, "fork child failed");
 		else if (k->policy == THP_POLICY_HUGE && !res[1])
 			cfail(&c, "persistent HUGE but a forked child's fresh mapping is not hg");
