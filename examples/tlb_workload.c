@@ -62,17 +62,21 @@ static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return true;
 }
 
+static uint64_t xorshift64(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
 /* Write every word (so every page is touched) with values the reads chase. */
 static void fill(struct buffer *b, uint64_t seed)
 {
 	size_t words = b->bytes / sizeof(uint64_t);
 
-	for (size_t i = 0; i < words; i++) {
-		seed ^= seed << 13;
-		seed ^= seed >> 7;
-		seed ^= seed << 17;
-		b->mem[i] = seed;
-	}
+	for (size_t i = 0; i < words; i++)
+		b->mem[i] = xorshift64(&seed);
 }
 
 static int report_buffer(const struct buffer *b, unsigned int depth, uint64_t *huge_total)
@@ -110,10 +114,7 @@ static double chase(const struct buffer *bufs, uint64_t accesses, uint64_t *sink
 	for (uint64_t i = 0; i < accesses; i++) {
 		const struct buffer *b = &bufs[i & 1];
 
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		v = b->mem[(x ^ v) % words[i & 1]];
+		v = b->mem[(xorshift64(&x) ^ v) % words[i & 1]];
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	*sink = v;
