@@ -120,4 +120,36 @@ void run_tcase_natively(const char *tcase);
  */
 unsigned int scaled(unsigned int native, unsigned int min);
 
+/* ---- Running a program and collecting what it printed ---- */
+
+/* The value of environment variable @name (a path meson test sets), or fail. */
+const char *env_path(const char *name);
+
+struct run {
+	int status;      /* exit code, or 128 + signal */
+	char out[65536];
+	char err[16384];
+};
+
+struct spawn_opts {
+	const char *const *env; /* "NAME=value" to set, "NAME" to unset */
+	uid_t uid;              /* drop to this uid/gid first when non-zero */
+	int stdin_fd;           /* -1: /dev/null */
+	int stdout_fd;          /* -1: a pipe collected into run.out */
+};
+
+/*
+ * Start @argv (argv[0] a path) with a clean environment as far as THP goes
+ * (no LD_PRELOAD, GLIBC_TUNABLES or THPCTL_PRELOAD from the test's own) plus
+ * @o's changes; returns the pid, its stdout and stderr pipes in @out/@err
+ * (@out is -1 when o->stdout_fd is used).
+ */
+pid_t spawn(char *const argv[], const struct spawn_opts *o, int *out, int *err);
+/* Read both pipes to their end (or 60 s of silence) into @r, truncating. */
+void collect(int out_fd, int err_fd, struct run *r);
+/* waitpid() for @pid: its exit code, or 128 + signal. */
+int wait_status(pid_t pid);
+/* spawn() + collect() + wait_status(); @o NULL: stdin /dev/null, stdout collected. */
+void run_cmd(struct run *r, const struct spawn_opts *o, char *const argv[]);
+
 #endif

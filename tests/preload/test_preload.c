@@ -16,9 +16,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -36,139 +34,6 @@
 #include "helpers.h"
 
 #define NOBODY 65534
-
-static const char *env_path(const char *name)
-{
-	const char *v = getenv(name);
-
-	ck_assert_msg(v && *v, "%s is not set (run through meson test)", name);
-	return v;
-}
-
-/* ------------------------------------------------------------------ */
-/* Running a command and collecting what it printed                   */
-
-struct run {
-	int status;      /* exit code, or 128 + signal */
-	char out[16384];
-	char err[8192];
-};
-
-struct spawn_opts {
-	const char *const *env; /* "NAME=value" to set, "NAME" to unset */
-	uid_t uid;              /* drop to this uid/gid first when non-zero */
-	int stdin_fd;           /* -1: /dev/null */
-	int stdout_fd;          /* -1: a pipe collected into run.out */
-};
-
-static void child_setup(const struct spawn_opts *o)
-{
-	int null = open("/dev/null", O_RDONLY);
-
-	dup2(o->stdin_fd >= 0 ? o->stdin_fd : null, 0);
-	/* A clean start: no preload or tunables from the test's own environment. */
-	unsetenv("LD_PRELOAD");
-	unsetenv("GLIBC_TUNABLES");
-	unsetenv("THPCTL_PRELOAD");
-	for (const char *const *e = o->env; e && *e; e++) {
-		const char *eq = strchr(*e, '=');
-
-		if (eq) {
-			char name[128];
-
-			snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
-			setenv(name, eq + 1, 1);
-		} else {
-			unsetenv(*e);
-		}
-	}
-	if (o->uid && (setgroups(0, NULL) || setgid(o->uid) || setuid(o->uid))) {
-		perror("test_preload: drop privileges");
-		_exit(99);
-	}
-}
-
-static void collect(int out_fd, int err_fd, struct run *r)
-{
-	struct pollfd p[2] = { { .fd = out_fd, .events = POLLIN }, { .fd = err_fd, .events = POLLIN } };
-	size_t lens[2] = { 0, 0 };
-	char *bufs[2] = { r->out, r->err };
-	size_t caps[2] = { sizeof(r->out) - 1, sizeof(r->err) - 1 };
-	int open_fds = (out_fd >= 0) + 1;
-
-	if (out_fd < 0)
-		p[0].fd = -1;
-	while (open_fds > 0 && poll(p, 2, 60000) > 0) {
-		for (int i = 0; i < 2; i++) {
-			char tmp[4096];
-			ssize_t n;
-
-			if (p[i].fd < 0 || !p[i].revents)
-				continue;
-			n = read(p[i].fd, tmp, sizeof(tmp));
-			if (n <= 0) {
-				p[i].fd = -1;
-				open_fds--;
-				continue;
-			}
-			if ((size_t)n > caps[i] - lens[i])
-				n = (ssize_t)(caps[i] - lens[i]);
-			memcpy(bufs[i] + lens[i], tmp, (size_t)n);
-			lens[i] += (size_t)n;
-		}
-	}
-	r->out[lens[0]] = 0;
-	r->err[lens[1]] = 0;
-}
-
-static int wait_status(pid_t pid)
-{
-	int st;
-
-	while (waitpid(pid, &st, 0) < 0)
-		ck_assert_int_eq(errno, EINTR);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/* Start @argv; returns the pid.  Output pipes are returned in @out/@err. */
-static pid_t spawn(char *const argv[], const struct spawn_opts *o, int *out, int *err)
-{
-	int po[2] = { -1, -1 }, pe[2];
-	pid_t pid;
-
-	ck_assert(pipe2(pe, O_CLOEXEC) == 0);
-	if (o->stdout_fd < 0)
-		ck_assert(pipe2(po, O_CLOEXEC) == 0);
-	pid = fork();
-	ck_assert(pid >= 0);
-	if (pid == 0) {
-		dup2(o->stdout_fd >= 0 ? o->stdout_fd : po[1], 1);
-		dup2(pe[1], 2);
-		child_setup(o);
-		execv(argv[0], argv);
-		perror("test_preload: exec");
-		_exit(98);
-	}
-	close(pe[1]);
-	if (po[1] >= 0)
-		close(po[1]);
-	*out = po[0];
-	*err = pe[0];
-	return pid;
-}
-
-static void run_cmd(struct run *r, const struct spawn_opts *o, char *const argv[])
-{
-	struct spawn_opts def = { .stdin_fd = -1, .stdout_fd = -1 };
-	int out, err;
-	pid_t pid = spawn(argv, o ? o : &def, &out, &err);
-
-	collect(out, err, r);
-	if (out >= 0)
-		close(out);
-	close(err);
-	r->status = wait_status(pid);
-}
 
 /* thpctl run ARGS...: a NULL-terminated list after the thpctl path. */
 static void thpctl(struct run *r, const struct spawn_opts *o, ...)

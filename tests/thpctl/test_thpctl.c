@@ -28,74 +28,8 @@
 
 /* ---- running thpctl ---------------------------------------------------- */
 
-struct result {
-	int status; /* exit status, or 128 + signal */
-	char *out, *err;
-};
-
-static const char *env_path(const char *name)
-{
-	const char *p = getenv(name);
-
-	ck_assert_msg(p && *p, "%s is not set (meson test sets it)", name);
-	return p;
-}
-
-static char *slurp_fd(int fd)
-{
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap);
-	ssize_t n;
-
-	ck_assert_ptr_nonnull(buf);
-	ck_assert(lseek(fd, 0, SEEK_SET) == 0);
-	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += (size_t)n;
-		if (cap - len < 2) {
-			cap *= 2;
-			buf = realloc(buf, cap);
-			ck_assert_ptr_nonnull(buf);
-		}
-	}
-	ck_assert_msg(n == 0, "read: %s", strerror(errno));
-	buf[len] = '\0';
-	return buf;
-}
-
-/* Run @prog with @argv (NULL-terminated), stdin from @in (may be NULL). */
-static void run_prog(struct result *r, const char *prog, const char *const *argv,
-		     const char *in)
-{
-	int fo = memfd_create("out", MFD_CLOEXEC), fe = memfd_create("err", MFD_CLOEXEC);
-	int fi = memfd_create("in", MFD_CLOEXEC), st;
-	pid_t pid;
-
-	ck_assert(fo >= 0 && fe >= 0 && fi >= 0);
-	if (in) {
-		size_t len = strlen(in);
-
-		ck_assert(write(fi, in, len) == (ssize_t)len);
-		ck_assert(lseek(fi, 0, SEEK_SET) == 0);
-	}
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		if (dup2(fi, 0) < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
-			_exit(120);
-		execv(prog, (char *const *)argv);
-		_exit(121);
-	}
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	r->out = slurp_fd(fo);
-	r->err = slurp_fd(fe);
-	close(fo);
-	close(fe);
-	close(fi);
-}
-
 /* thpctl ARGS... (NULL-terminated). */
-static void thpctl(struct result *r, ...)
+static void thpctl(struct run *r, ...)
 {
 	const char *argv[MAX_ARGS];
 	size_t n = 0;
@@ -108,14 +42,7 @@ static void thpctl(struct result *r, ...)
 		ck_assert(n < MAX_ARGS);
 	}
 	va_end(ap);
-	run_prog(r, argv[0], argv, NULL);
-}
-
-static void result_free(struct result *r)
-{
-	free(r->out);
-	free(r->err);
-	r->out = r->err = NULL;
+	run_cmd(r, NULL, (char *const *)argv);
 }
 
 #define assert_exit(r, code)                                                        \
@@ -123,7 +50,7 @@ static void result_free(struct result *r)
 		      (r)->status, (code), (r)->out, (r)->err)
 
 /* A failure: non-zero, a "thpctl: " message on stderr, no Check-visible crash. */
-static void assert_error(const struct result *r, int code, const char *needle)
+static void assert_error(const struct run *r, int code, const char *needle)
 {
 	assert_exit(r, code);
 	ck_assert_msg(!strncmp(r->err, "thpctl: ", 8), "stderr does not start with "
@@ -140,9 +67,11 @@ static void assert_error(const struct result *r, int code, const char *needle)
 static void json_check(const char *doc, const char *checks)
 {
 	char script[8192];
-	const char *argv[] = { "python3", "-c", script, NULL };
-	struct result r;
 	const char *py = "/usr/bin/python3";
+	const char *argv[] = { py, "-c", script, NULL };
+	struct spawn_opts o = { .stdin_fd = memfd_create("json", MFD_CLOEXEC), .stdout_fd = -1 };
+	size_t len = strlen(doc);
+	struct run r;
 
 	snprintf(script, sizeof(script),
 		 "import json, sys\n"
@@ -151,11 +80,14 @@ static void json_check(const char *doc, const char *checks)
 		 "assert d['version'] == 1, 'version'\n"
 		 "%s\n", checks);
 	if (access(py, X_OK) != 0)
-		py = "/usr/local/bin/python3";
+		argv[0] = py = "/usr/local/bin/python3";
 	ck_assert_msg(access(py, X_OK) == 0, "python3 is needed to check JSON output");
-	run_prog(&r, py, argv, doc);
+	ck_assert(o.stdin_fd >= 0);
+	ck_assert(write(o.stdin_fd, doc, len) == (ssize_t)len);
+	ck_assert(lseek(o.stdin_fd, 0, SEEK_SET) == 0);
+	run_cmd(&r, &o, (char *const *)argv);
+	close(o.stdin_fd);
 	ck_assert_msg(r.status == 0, "JSON check failed:\n%.1500s\ndocument:\n%.1500s", r.err, doc);
-	result_free(&r);
 }
 
 /* ---- the target process ------------------------------------------------ */
@@ -292,44 +224,38 @@ static char *fmt(char *buf, size_t len, const char *f, ...)
 START_TEST(help_version)
 {
 	static const char *const cmds[] = { "probe", "status", "apply", "run" };
-	struct result r;
+	struct run r;
 	char want[64];
 
 	thpctl(&r, "--help", NULL);
 	assert_exit(&r, 0);
 	for (size_t i = 0; i < 4; i++)
 		ck_assert_msg(strstr(r.out, cmds[i]), "--help does not list %s", cmds[i]);
-	result_free(&r);
 
 	thpctl(&r, "--version", NULL);
 	assert_exit(&r, 0);
 	FMT(want, "libthp %s", thp_version());
 	ck_assert_msg(strstr(r.out, want), "--version: \"%s\" lacks \"%s\"", r.out, want);
-	result_free(&r);
 
 	for (size_t i = 0; i < 4; i++) {
 		thpctl(&r, "help", cmds[i], NULL);
 		assert_exit(&r, 0);
 		ck_assert_msg(strstr(r.out, "Usage: thpctl ") && strstr(r.out, cmds[i]),
 			      "help %s: %s", cmds[i], r.out);
-		result_free(&r);
 	}
 	for (size_t i = 0; i < 3; i++) {
 		thpctl(&r, cmds[i], "--help", NULL);
 		assert_exit(&r, 0);
 		ck_assert(strstr(r.out, "Usage: thpctl "));
-		result_free(&r);
 	}
 	thpctl(&r, "apply", "--help", NULL);
 	ck_assert(strstr(r.out, "--advice") && strstr(r.out, "--skip-errors"));
-	result_free(&r);
 
 	/* No command: usage on stderr, status 2. */
 	thpctl(&r, NULL);
 	assert_exit(&r, 2);
 	ck_assert(strstr(r.err, "Usage: thpctl"));
 	ck_assert_str_eq(r.out, "");
-	result_free(&r);
 }
 END_TEST
 
@@ -358,18 +284,17 @@ START_TEST(usage_errors)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *argv[8] = { env_path("THPCTL") };
-		struct result r;
+		struct run r;
 		size_t n = 1;
 
 		for (size_t k = 0; k < 6 && cases[i][k]; k++)
 			argv[n++] = cases[i][k];
 		argv[n] = NULL;
-		run_prog(&r, argv[0], argv, NULL);
+		run_cmd(&r, NULL, (char *const *)argv);
 		ck_assert_msg(r.status == 2, "case %zu (%s %s): status %d, stderr %s", i,
 			      cases[i][0], cases[i][1] ? cases[i][1] : "", r.status, r.err);
 		ck_assert_msg(!strncmp(r.err, "thpctl: ", 8), "case %zu: stderr \"%s\"", i, r.err);
 		ck_assert_msg(r.out[0] == '\0', "case %zu: stdout \"%s\"", i, r.out);
-		result_free(&r);
 	}
 }
 END_TEST
@@ -379,7 +304,7 @@ END_TEST
 START_TEST(probe_text)
 {
 	struct thp_probe_info pi = { .sz = sizeof(pi) };
-	struct result r;
+	struct run r;
 	char want[256];
 
 	ck_assert_int_eq(thp_probe(&pi), 0);
@@ -417,14 +342,13 @@ START_TEST(probe_text)
 	ck_assert(strstr(r.out, "  MADV_COLLAPSE: yes"));
 	ck_assert(strstr(r.out, "  PR_THP_DISABLE_EXCEPT_ADVISED: yes"));
 	ck_assert_str_eq(r.err, "");
-	result_free(&r);
 }
 END_TEST
 
 START_TEST(probe_json)
 {
 	struct thp_probe_info pi = { .sz = sizeof(pi) };
-	struct result r;
+	struct run r;
 	char checks[2048];
 
 	ck_assert_int_eq(thp_probe(&pi), 0);
@@ -455,7 +379,6 @@ START_TEST(probe_json)
 	    thp_version(), (unsigned long long)pi.pmd_size, THP_BACKEND_COUNT - 1, pi.backends,
 	    pi.pidfd_self);
 	json_check(r.out, checks);
-	result_free(&r);
 }
 END_TEST
 
@@ -464,7 +387,7 @@ END_TEST
 START_TEST(status_remote_text)
 {
 	struct target t;
-	struct result r;
+	struct run r;
 	char pid[16], want[128], *line;
 	unsigned long long tm, th, tn, te, tah, trss;
 
@@ -501,18 +424,15 @@ START_TEST(status_remote_text)
 	ck_assert_uint_ge(tn, 1);
 	ck_assert_uint_eq(tah, 0);
 	ck_assert_uint_ge(trss, 12 * 1024);
-	result_free(&r);
 
 	/* Filters: --anon hides files; --huge lists nothing yet. */
 	thpctl(&r, "status", "-p", pid, "--anon", NULL);
 	assert_exit(&r, 0);
 	ck_assert(strstr(r.out, FMT(want, "\n0x%llx-", (unsigned long long)t.region)));
 	ck_assert_msg(!strstr(r.out, " /usr/"), "--anon lists files:\n%.2000s", r.out);
-	result_free(&r);
 	thpctl(&r, "status", "-p", pid, "--huge", NULL);
 	assert_exit(&r, 0);
 	ck_assert_msg(strstr(r.out, "totals: mappings=0 "), "%.2000s", r.out);
-	result_free(&r);
 	assert_target_unchanged(&t);
 	target_stop(&t);
 }
@@ -521,7 +441,7 @@ END_TEST
 START_TEST(status_remote_json)
 {
 	struct target t;
-	struct result r;
+	struct run r;
 	char pid[16], checks[4096];
 
 	target_start(&t, NULL);
@@ -556,7 +476,6 @@ START_TEST(status_remote_json)
 	    (unsigned long long)(t.region + 8 * MiB), (unsigned long long)t.nohuge,
 	    (unsigned long long)t.memfd, count_vmflag(t.pid, "hg"), count_vmflag(t.pid, "nh"));
 	json_check(r.out, checks);
-	result_free(&r);
 	assert_target_unchanged(&t);
 	target_stop(&t);
 }
@@ -566,7 +485,7 @@ END_TEST
 START_TEST(status_never)
 {
 	struct target t;
-	struct result r;
+	struct run r;
 	char pid[16];
 
 	target_start(&t, "never");
@@ -575,14 +494,12 @@ START_TEST(status_never)
 	assert_exit(&r, 0);
 	ck_assert_msg(strstr(r.out, "\npolicy: never\nmechanism: prctl_thp_disable\n"
 				    "persistent: yes\n"), "%.2000s", r.out);
-	result_free(&r);
 	thpctl(&r, "status", "-p", pid, "--json", NULL);
 	assert_exit(&r, 0);
 	json_check(r.out, "df = d['default']\n"
 		   "assert df['policy'] == 'never' and df['policy_candidates'] == ['never']\n"
 		   "assert df['backend'] == 'prctl_thp_disable' and df['persistent'] is True\n"
 		   "assert df['persistent_by'] == 'kernel' and df['detail'] is None\n");
-	result_free(&r);
 	target_stop(&t);
 }
 END_TEST
@@ -590,7 +507,7 @@ END_TEST
 /* Without -p thpctl shows itself, whose policy it can read exactly. */
 START_TEST(status_self)
 {
-	struct result r;
+	struct run r;
 
 	thpctl(&r, "status", "--json", NULL);
 	assert_exit(&r, 0);
@@ -599,11 +516,9 @@ START_TEST(status_self)
 		   "assert df['policy'] in ('system', 'huge', 'nohuge', 'never'), df\n"
 		   "assert [df['policy']] == df['policy_candidates']\n"
 		   "assert any('thpctl' in x['name'] for x in d['mappings'])\n");
-	result_free(&r);
 	thpctl(&r, "status", NULL);
 	assert_exit(&r, 0);
 	ck_assert(strstr(r.out, "(thpctl itself)") && strstr(r.out, "\npolicy: "));
-	result_free(&r);
 }
 END_TEST
 
@@ -612,7 +527,7 @@ END_TEST
 START_TEST(apply_remote_collapse)
 {
 	struct target t;
-	struct result r;
+	struct run r;
 	char pid[16], range[64], want[512];
 
 	require_madvise_mode();
@@ -625,7 +540,6 @@ START_TEST(apply_remote_collapse)
 	ck_assert_msg(strstr(r.out, FMT(want, "advised %-10llu unmapped 0", 8 * MiB)), "%.2000s", r.out);
 	ck_assert(strstr(r.out, "ranges: 1 of 1 advised without error (advice collapse"));
 	ck_assert_str_eq(r.err, "");
-	result_free(&r);
 	ck_assert_msg(vma_anon_huge(t.pid, t.region) == 8 * MiB,
 		      "target AnonHugePages %llu after remote collapse%s",
 		      (unsigned long long)vma_anon_huge(t.pid, t.region), mode_note());
@@ -640,7 +554,6 @@ START_TEST(apply_remote_collapse)
 			      "assert m[0]['anon_huge_bytes'] == 8 << 20\n"
 			      "assert d['totals']['anon_huge_bytes'] == 8 << 20\n",
 			      (unsigned long long)t.region));
-	result_free(&r);
 	target_stop(&t);
 }
 END_TEST
@@ -649,7 +562,7 @@ END_TEST
 START_TEST(apply_remote_collapse_json)
 {
 	struct target t;
-	struct result r;
+	struct run r;
 	char pid[16], range[64], checks[1024];
 
 	require_madvise_mode();
@@ -668,7 +581,6 @@ START_TEST(apply_remote_collapse_json)
 		   "assert x['bytes_advised'] == 4 << 20 and x['bytes_unmapped'] == 0\n"
 		   "assert x['error'] == 0 and x['fail_addr'] is None and x['attempted']\n",
 		   (int)t.pid, (unsigned long long)(t.region + 2 * MiB)));
-	result_free(&r);
 	ck_assert_uint_eq(vma_anon_huge(t.pid, t.region), 4 * MiB);
 	target_stop(&t);
 }
@@ -685,22 +597,19 @@ START_TEST(apply_remote_huge_refused)
 	FMT(pid, "%d", (int)t.pid);
 	FMT(range, "0x%llx+8M", (unsigned long long)t.region);
 	for (size_t i = 0; i < 2; i++) {
-		struct result r;
+		struct run r;
 
 		thpctl(&r, "apply", "-p", pid, "--advice", advice[i], range, NULL);
 		assert_error(&r, 1, "another process");
 		ck_assert_msg(strstr(r.err, "--advice collapse"), "no hint: %s", r.err);
-		result_free(&r);
 		thpctl(&r, "apply", "-p", pid, "--advice", advice[i], "--all", NULL);
 		assert_error(&r, 1, "another process");
-		result_free(&r);
 		thpctl(&r, "apply", "-p", pid, "--advice", advice[i], "--json", range, NULL);
 		assert_exit(&r, 1);
 		json_check(r.out, "e = d['error']\n"
 			   "assert e['name'] == 'EOPNOTSUPP' and 'another process' in e['detail']\n"
 			   "assert d['result'] < 0 and d['exit_status'] == 1\n"
 			   "assert d['reports'] == []\n");
-		result_free(&r);
 	}
 	assert_target_unchanged(&t);
 	target_stop(&t);
@@ -711,7 +620,7 @@ END_TEST
 START_TEST(apply_partial)
 {
 	struct target t;
-	struct result r;
+	struct run r;
 	char pid[16], bad[64], good[64];
 
 	require_madvise_mode();
@@ -724,13 +633,11 @@ START_TEST(apply_partial)
 	thpctl(&r, "apply", "-p", pid, "--advice", "collapse", bad, good, NULL);
 	assert_error(&r, 1, "failed at");
 	ck_assert_msg(strstr(r.out, "FAILED at") && strstr(r.out, "not attempted"), "%.2000s", r.out);
-	result_free(&r);
 	assert_target_unchanged(&t);
 
 	thpctl(&r, "apply", "-p", pid, "--advice", "collapse", "--skip-errors", bad, good, NULL);
 	assert_error(&r, 3, "1 of 2 ranges failed");
 	ck_assert(strstr(r.out, "ranges: 1 of 2 advised without error"));
-	result_free(&r);
 	ck_assert_uint_eq(vma_anon_huge(t.pid, t.region), 8 * MiB);
 	ck_assert_uint_eq(vma_anon_huge(t.pid, t.nohuge), 0);
 	target_stop(&t);
@@ -740,7 +647,7 @@ END_TEST
 START_TEST(apply_all_remote)
 {
 	struct target t;
-	struct result r;
+	struct run r;
 	char pid[16], checks[512];
 
 	require_madvise_mode();
@@ -749,7 +656,6 @@ START_TEST(apply_all_remote)
 	/* Strict: stops at the first mapping the kernel refuses (file text). */
 	thpctl(&r, "apply", "-p", pid, "--advice", "collapse", "--all", NULL);
 	assert_error(&r, 1, "stopped at the first failure");
-	result_free(&r);
 
 	thpctl(&r, "apply", "-p", pid, "--advice", "collapse", "--all", "--skip-errors",
 	       "--json", NULL);
@@ -763,7 +669,6 @@ START_TEST(apply_all_remote)
 		   "assert all(f['error'] > 0 for f in d['failures'])\n"
 		   "assert d['bytes_advised'] >= 8 << 20\n",
 		   count_maps_ex(t.pid, false)));
-	result_free(&r);
 	ck_assert_uint_eq(vma_anon_huge(t.pid, t.region), 8 * MiB);
 	ck_assert_uint_eq(vma_anon_huge(t.pid, t.nohuge), 0);
 	target_stop(&t);
@@ -773,20 +678,17 @@ END_TEST
 /* thpctl's own process: huge/nohuge are allowed; gaps are errors unless told. */
 START_TEST(apply_self)
 {
-	struct result r;
+	struct run r;
 
 	thpctl(&r, "apply", "--advice", "huge", "--all", NULL);
 	assert_exit(&r, 0);
 	ck_assert(strstr(r.out, "all mappings: seen "));
-	result_free(&r);
 	/* The first page is never mapped. */
 	thpctl(&r, "apply", "--advice", "nohuge", "0x1000+4K", NULL);
 	assert_error(&r, 1, "not mapped");
-	result_free(&r);
 	thpctl(&r, "apply", "--advice", "nohuge", "--no-error-on-unmapped", "4096-8192", NULL);
 	assert_exit(&r, 0);
 	ck_assert(strstr(r.out, "unmapped 4096"));
-	result_free(&r);
 }
 END_TEST
 
@@ -809,7 +711,7 @@ START_TEST(apply_bad_ranges)
 	FMT(pid, "%d", (int)t.pid);
 	FMT(good, "0x%llx+8M", (unsigned long long)t.region);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct result r;
+		struct run r;
 
 		thpctl(&r, "apply", "-p", pid, "--advice", "collapse", good, bad[i], NULL);
 		ck_assert_msg(r.status == 2, "range \"%s\": status %d (%s)", bad[i], r.status, r.err);
@@ -818,7 +720,6 @@ START_TEST(apply_bad_ranges)
 							   : "thpctl: apply: invalid range"),
 			      "range \"%s\": %s", bad[i], r.err);
 		ck_assert_str_eq(r.out, "");
-		result_free(&r);
 	}
 	assert_target_unchanged(&t);
 	target_stop(&t);
@@ -848,29 +749,25 @@ START_TEST(bad_pids)
 	target_start(&t, NULL);
 	FMT(good, "0x%llx+8M", (unsigned long long)t.region);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct result r;
+		struct run r;
 
 		thpctl(&r, "apply", "-p", bad[i], "--advice", "collapse", good, NULL);
 		ck_assert_msg(r.status == 2, "apply pid \"%s\": status %d", bad[i], r.status);
 		ck_assert_msg(strstr(r.err, "invalid PID"), "pid \"%s\": %s", bad[i], r.err);
-		result_free(&r);
 		thpctl(&r, "status", "--pid", bad[i], NULL);
 		ck_assert_msg(r.status == 2, "status pid \"%s\": status %d", bad[i], r.status);
 		ck_assert_str_eq(r.out, "");
-		result_free(&r);
 	}
 	FMT(gone, "%d", (int)dead_pid());
 	{
-		struct result r;
+		struct run r;
 
 		thpctl(&r, "apply", "-p", gone, "--advice", "collapse", good, NULL);
 		assert_error(&r, 1, "no such process");
 		ck_assert_str_eq(r.out, "");
-		result_free(&r);
 		thpctl(&r, "status", "-p", gone, "--json", NULL);
 		assert_error(&r, 1, "no such process");
 		ck_assert_str_eq(r.out, "");
-		result_free(&r);
 	}
 	assert_target_unchanged(&t);
 	target_stop(&t);
@@ -905,7 +802,7 @@ static void wait_zombie(pid_t pid)
 START_TEST(exited_target)
 {
 	struct target t;
-	struct result r;
+	struct run r;
 	char pid[16], good[64];
 	int st;
 
@@ -918,16 +815,13 @@ START_TEST(exited_target)
 	thpctl(&r, "apply", "-p", pid, "--advice", "collapse", good, NULL);
 	assert_exit(&r, 1);
 	ck_assert_msg(strstr(r.err, "exited") || strstr(r.err, "no such process"), "%s", r.err);
-	result_free(&r);
 	thpctl(&r, "apply", "-p", pid, "--advice", "collapse", "--all", "--skip-errors", NULL);
 	assert_exit(&r, 1);
 	ck_assert_msg(strstr(r.err, "exited") || strstr(r.err, "no such process"), "%s", r.err);
-	result_free(&r);
 	thpctl(&r, "status", "-p", pid, NULL);
 	assert_exit(&r, 1);
 	ck_assert_msg(strstr(r.err, "exited") || strstr(r.err, "no such process"), "%s", r.err);
 	ck_assert_str_eq(r.out, "");
-	result_free(&r);
 	ck_assert_int_eq(waitpid(t.pid, &st, 0), t.pid);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status 0x%x", st);
 }
