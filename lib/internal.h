@@ -3,6 +3,7 @@
 #ifndef THP_INTERNAL_H
 #define THP_INTERNAL_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,8 +75,11 @@ int validate_advice(int advice);
 /* Flags within @allowed and a known backend id.  0 or -EINVAL. */
 int validate_flags_backend(uint32_t flags, uint32_t allowed, uint32_t backend);
 int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size);
-/* Page-rounded length of a validated range. */
-uint64_t range_len(const struct thp_range *r, size_t page_size);
+/* Page-rounded length of a validated range.  Inline: the engine takes it per range. */
+static inline uint64_t range_len(const struct thp_range *r, size_t page_size)
+{
+	return (r->len + page_size - 1) & ~((uint64_t)page_size - 1);
+}
 
 /* ---- backends: one file each, one ops table entry each ---- */
 
@@ -193,6 +197,11 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges,
 void report_set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void report_clear_detail(void);
 /* Set errno from a libthp return value and pass it through. */
-int ret_errno(int ret);
+static inline int ret_errno(int ret)
+{
+	if (ret < 0)
+		errno = -ret;
+	return ret;
+}
 
 #endif /* THP_INTERNAL_H */

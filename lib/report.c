@@ -9,33 +9,41 @@
 #include "internal.h"
 #include "thp_config.h"
 
-/* Per-thread, like errno: why the last call in this thread failed. */
-static __thread char last_detail[256];
+/*
+ * Per-thread, like errno: why the last call in this thread failed.  It
+ * points at constant text (most details) or at detail_buf.
+ */
+static __thread const char *last_detail;
+static __thread char detail_buf[256];
 
 void report_set_detail(const char *fmt, ...)
 {
 	va_list ap;
 
+	/*
+	 * Constant text is kept by reference.  Backend selection sets a
+	 * detail for every backend it passes over, on every call, so
+	 * formatting it would cost the happy path more than the system call
+	 * it makes (benchmark 1).
+	 */
+	if (!strchr(fmt, '%')) {
+		last_detail = fmt;
+		return;
+	}
 	va_start(ap, fmt);
-	vsnprintf(last_detail, sizeof(last_detail), fmt, ap);
+	vsnprintf(detail_buf, sizeof(detail_buf), fmt, ap);
 	va_end(ap);
+	last_detail = detail_buf;
 }
 
 void report_clear_detail(void)
 {
-	last_detail[0] = 0;
-}
-
-int ret_errno(int ret)
-{
-	if (ret < 0)
-		errno = -ret;
-	return ret;
+	last_detail = NULL;
 }
 
 THP_API const char *thp_strerror_detail(void)
 {
-	return last_detail;
+	return last_detail ? last_detail : "";
 }
 
 THP_API const char *thp_backend_name(unsigned int backend)

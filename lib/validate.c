@@ -21,11 +21,6 @@ int validate_advice(int advice)
 	}
 }
 
-uint64_t range_len(const struct thp_range *r, size_t page_size)
-{
-	return (r->len + page_size - 1) & ~((uint64_t)page_size - 1);
-}
-
 int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size)
 {
 	if (n > THP_MAX_RANGES) {

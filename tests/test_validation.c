@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -472,6 +473,52 @@ START_TEST(detail_on_error)
 }
 END_TEST
 
+static void *fail_with_null_opts(void *arg)
+{
+	(void)arg;
+	if (thp_apply_ranges(NULL, 0, NULL) != -EINVAL)
+		return "thread: NULL opts not -EINVAL";
+	if (strcmp(thp_strerror_detail(), "options struct pointer is NULL") != 0)
+		return "thread: wrong detail";
+	return NULL;
+}
+
+/*
+ * Details with values are formatted, constant ones kept by reference: each
+ * kind replaces the other, and a detail belongs to its thread, like errno.
+ */
+START_TEST(detail_kinds_and_threads)
+{
+	struct thp_range r = target_range();
+	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE);
+	char want[96];
+	pthread_t th;
+	void *res;
+
+	r.addr += 1;
+	ck_assert_int_eq(thp_apply_ranges(&r, 1, &o), -EINVAL);
+	snprintf(want, sizeof(want), "range 0: address 0x%llx is not page aligned",
+		 (unsigned long long)r.addr);
+	ck_assert_str_eq(thp_strerror_detail(), want);
+
+	ck_assert_int_eq(thp_apply_ranges(&r, 1, NULL), -EINVAL);
+	ck_assert_str_eq(thp_strerror_detail(), "options struct pointer is NULL");
+
+	ck_assert_int_eq(thp_apply_ranges(&r, 1, &o), -EINVAL);
+	ck_assert_str_eq(thp_strerror_detail(), want);
+
+	/* Another thread's failure leaves this thread's detail alone. */
+	ck_assert_int_eq(pthread_create(&th, NULL, fail_with_null_opts, NULL), 0);
+	ck_assert_int_eq(pthread_join(th, &res), 0);
+	ck_assert_msg(res == NULL, "%s", (const char *)res);
+	ck_assert_str_eq(thp_strerror_detail(), want);
+
+	r.addr -= 1;
+	ck_assert_int_eq(thp_apply_ranges(&r, 1, &o), 1);
+	ck_assert_str_eq(thp_strerror_detail(), "");
+}
+END_TEST
+
 static Suite *validation_suite(void)
 {
 	Suite *s = suite_create("validation");
@@ -498,6 +545,7 @@ static Suite *validation_suite(void)
 	tcase_add_test(tc, query_rules);
 	tcase_add_test(tc, probe_rules);
 	tcase_add_test(tc, detail_on_error);
+	tcase_add_test(tc, detail_kinds_and_threads);
 	suite_add_tcase(s, tc);
 	return s;
 }
