@@ -91,6 +91,20 @@ static bool still_mapped(const struct thp_target *t, uint64_t addr)
 	return r == 1 && v.start <= addr;
 }
 
+/* The next mapping ending above @addr: from ctx->layout, or from the kernel. */
+static int next_mapping(const struct apply_ctx *ctx, struct thp_vma_walk *w, size_t *idx,
+			uint64_t addr, struct thp_vma *v)
+{
+	if (!ctx->layout)
+		return vma_walk_next(w, addr, v);
+	while (*idx < ctx->nr_layout && ctx->layout[*idx].end <= addr)
+		(*idx)++;
+	if (*idx == ctx->nr_layout)
+		return 0;
+	*v = ctx->layout[*idx];
+	return 1;
+}
+
 /*
  * Explain range [start, end): walk its mappings, advise each piece, count
  * gaps, record the first failure.  Without SKIP_ERRORS a real failure
@@ -103,15 +117,19 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t start, uint64_t en
 	bool gaps_ok = skip || (ctx->flags & THP_F_NO_ERROR_ON_UNMAPPED);
 	struct thp_vma_walk w;
 	uint64_t cur = start;
+	size_t idx = 0;
 	int err;
 
-	err = vma_walk_open(&w, ctx->t, false);
-	if (err)
-		return err;
+	w.fd = -1; /* no walk (and nothing to close) when ctx->layout answers */
+	if (!ctx->layout) {
+		err = vma_walk_open(&w, ctx->t, false);
+		if (err)
+			return err;
+	}
 	while (cur < end) {
 		struct thp_vma v;
 		uint64_t piece_end, done;
-		int r = vma_walk_next(&w, cur, &v);
+		int r = next_mapping(ctx, &w, &idx, cur, &v);
 
 		if (r < 0) {
 			vma_walk_close(&w);

@@ -75,6 +75,9 @@ static int apply_batch(const struct apply_ctx *base, struct all_state *s,
 	s->stop_addr = UINT64_MAX;
 	ctx.on_fail = record_failure;
 	ctx.on_fail_arg = s;
+	/* A failing run is explained from this walk, not by asking again. */
+	ctx.layout = vmas;
+	ctx.nr_layout = n;
 	r = apply_engine(&ctx, runs, nr_runs, NULL);
 
 	for (size_t i = 0; i < n; i++) {

@@ -183,6 +183,13 @@ struct apply_ctx {
 	size_t page_size;
 	mapping_fail_fn on_fail;
 	void *on_fail_arg;
+	/*
+	 * Optional: the mappings the caller has just walked, sorted, covering
+	 * every range it passes.  A failing range is then explained from
+	 * them instead of asking the kernel about each mapping again.
+	 */
+	const struct thp_vma *layout;
+	size_t nr_layout;
 };
 
 /*
