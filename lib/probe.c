@@ -8,10 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "compat.h"
@@ -72,26 +70,24 @@ static bool probe_procmap_query(void)
  */
 static void probe_thp_disable(void)
 {
-	pid_t pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
-	int status;
+	pid_t pid = sys_fork_raw();
+	int r;
 
 	if (pid == 0) {
-		int r = 0;
-
+		r = 0;
 		if (sys_prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0)
 			r |= 1;
 		if (sys_prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) == 0 &&
 		    (sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) & PR_THP_DISABLE_EXCEPT_ADVISED))
 			r |= 2;
-		syscall(SYS_exit_group, r);
+		sys_exit_group(r);
 	}
 	if (pid < 0)
 		return;
-	while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
-		;
-	if (WIFEXITED(status)) {
-		caps.thp_disable = WEXITSTATUS(status) & 1;
-		caps.thp_disable_except_advised = WEXITSTATUS(status) & 2;
+	r = sys_wait_exit(pid);
+	if (r >= 0) {
+		caps.thp_disable = r & 1;
+		caps.thp_disable_except_advised = r & 2;
 	}
 }
 

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "compat.h"
@@ -113,4 +115,27 @@ long sys_read_file(const char *path, char *buf, size_t len)
 		return n;
 	buf[n] = 0;
 	return n;
+}
+
+pid_t sys_fork_raw(void)
+{
+	return (pid_t)SYSRET(syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
+}
+
+void sys_exit_group(int status)
+{
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+int sys_wait_exit(pid_t pid)
+{
+	int status;
+	long r;
+
+	while ((r = SYSRET(waitpid(pid, &status, __WALL))) == -EINTR)
+		;
+	if (r < 0)
+		return (int)r;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -ECHILD;
 }

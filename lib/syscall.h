@@ -28,5 +28,14 @@ long sys_pread(int fd, void *buf, size_t len, off_t off);
 long sys_read_file(const char *path, char *buf, size_t len);
 void *sys_mmap_anon(size_t len, int prot);
 int sys_munmap(void *addr, size_t len);
+/*
+ * A child process for a look at effects that must not touch the caller:
+ * clone(SIGCHLD), i.e. fork() without atfork handlers.  0 in the child,
+ * which must only make these wrappers' calls and end in sys_exit_group().
+ */
+pid_t sys_fork_raw(void);
+void sys_exit_group(int status) __attribute__((noreturn));
+/* Reap @pid: its exit status, or -ECHILD if it did not exit normally. */
+int sys_wait_exit(pid_t pid);
 
 #endif
