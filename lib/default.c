@@ -107,17 +107,13 @@ static int advise_existing(int advice, uint64_t *changed)
 	}
 }
 
-static int set_by_pmadv(struct thp_default_opts *o, int advice)
+/* PMADV_SET_FORK_EXEC_DEFAULT on the calling process, which also advises all. */
+static int pmadv_set_default(int advice)
 {
-	const struct thp_caps *c = caps_get();
-	bool huge = false, nohuge = false;
+	struct thp_target self;
 	long r;
 	int err;
 
-	struct thp_target self;
-
-	if (!c->pmadv_set_default || !c->pmadv_entire)
-		return -EOPNOTSUPP;
 	err = target_open(THP_SELF, &self);
 	if (!err)
 		err = target_need_pidfd(&self); /* no PIDFD_SELF before 6.14 */
@@ -125,14 +121,62 @@ static int set_by_pmadv(struct thp_default_opts *o, int advice)
 		target_close(&self);
 		return err;
 	}
-	/* One entry spanning everything: sets the default, advises all. */
+	/* One entry spanning everything. */
 	r = sys_process_madvise(self.pidfd, NULL, (size_t)-1, advice,
 				PMADV_SET_FORK_EXEC_DEFAULT | PMADV_ENTIRE_ADDRESS_SPACE |
 					PMADV_SKIP_ERRORS);
 	target_close(&self);
-	if (r < 0)
-		return (int)r;
-	err = fresh_mapping_advice(&huge, &nohuge);
+	return r < 0 ? (int)r : 0;
+}
+
+/*
+ * Would a PMADV default reach a new mm?  fork() and exec() both build
+ * theirs in mm_init(), which keeps only mm->def_flags & VM_INIT_DEF_MASK:
+ * VM_NOHUGEPAGE alone in the posted RFC (its huge default is lost), both
+ * flags in a kernel that keeps the cover letter's promise.  A child sets
+ * the default in its copy of the mm and a grandchild looks at a fresh
+ * mapping, so the caller is untouched when the answer is no.
+ */
+static bool pmadv_default_persists(int advice)
+{
+	pid_t pid = sys_fork_raw();
+
+	if (pid == 0) {
+		pid_t grandchild;
+
+		if (pmadv_set_default(advice))
+			sys_exit_group(1);
+		grandchild = sys_fork_raw();
+		if (grandchild == 0) {
+			bool huge = false, nohuge = false;
+			bool kept = fresh_mapping_advice(&huge, &nohuge) == 0 &&
+				    (advice == MADV_HUGEPAGE ? huge : nohuge);
+
+			sys_exit_group(kept ? 0 : 1);
+		}
+		sys_exit_group(grandchild > 0 && sys_wait_exit(grandchild) == 0 ? 0 : 1);
+	}
+	return pid > 0 && sys_wait_exit(pid) == 0;
+}
+
+static int set_by_pmadv(struct thp_default_opts *o, int advice, bool want_persistent)
+{
+	const struct thp_caps *c = caps_get();
+	bool huge = false, nohuge = false;
+	bool persists;
+	int err;
+
+	if (!c->pmadv_set_default || !c->pmadv_entire)
+		return -EOPNOTSUPP;
+	persists = pmadv_default_persists(advice);
+	if (want_persistent && !persists) {
+		report_set_detail("PMADV_SET_FORK_EXEC_DEFAULT keeps this default only in the "
+				  "calling process, not across fork() and exec()");
+		return -EOPNOTSUPP;
+	}
+	err = pmadv_set_default(advice);
+	if (!err)
+		err = fresh_mapping_advice(&huge, &nohuge);
 	if (err)
 		return err;
 	if ((advice == MADV_HUGEPAGE && !huge) || (advice == MADV_NOHUGEPAGE && !nohuge)) {
@@ -141,11 +185,7 @@ static int set_by_pmadv(struct thp_default_opts *o, int advice)
 		return -EOPNOTSUPP;
 	}
 	o->backend_used = THP_BACKEND_PMADV;
-	/*
-	 * The posted RFC keeps only VM_NOHUGEPAGE across fork/exec
-	 * (VM_INIT_DEF_MASK); a huge default is lost there.
-	 */
-	o->persistent = advice == MADV_NOHUGEPAGE;
+	o->persistent = persists;
 	return 0;
 }
 
@@ -247,9 +287,7 @@ THP_API int thp_set_default(struct thp_default_opts *o)
 		err = set_by_rfc_prctl(o, set, get);
 	if (err && (o->backend == THP_BACKEND_AUTO || o->backend == THP_BACKEND_PMADV) &&
 	    (o->policy == THP_POLICY_HUGE || o->policy == THP_POLICY_NOHUGE)) {
-		err = set_by_pmadv(o, advice);
-		if (!err && want_persistent && !o->persistent)
-			err = -EOPNOTSUPP;
+		err = set_by_pmadv(o, advice, want_persistent);
 	}
 	if (err && (o->backend == THP_BACKEND_AUTO || o->backend == THP_BACKEND_PRCTL_DISABLE) &&
 	    o->policy != THP_POLICY_HUGE && c->thp_disable)
