@@ -267,12 +267,38 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, si
 	return (int)ok;
 }
 
+/*
+ * After validation, thp_apply_ranges() and thp_apply_all() both open the
+ * target, pick its backend and give that backend a pidfd when it needs one.
+ * On failure nothing is left open.
+ */
+int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int advice,
+		   uint32_t flags, unsigned int backend)
+{
+	int err = target_open(pidfd, t);
+
+	if (err)
+		return err;
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->be = backend_select(backend, t, advice, &err);
+	if (ctx->be && ctx->be->id != THP_BACKEND_MADVISE)
+		err = target_need_pidfd(t);
+	if (err) {
+		target_close(t);
+		return err;
+	}
+	ctx->t = t;
+	ctx->advice = advice;
+	ctx->flags = flags;
+	ctx->page_size = caps_get()->page_size;
+	return 0;
+}
+
 #define APPLY_FLAGS (THP_F_SKIP_ERRORS | THP_F_NO_ERROR_ON_UNMAPPED)
 
 THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
 			     struct thp_apply_opts *opts)
 {
-	const struct thp_caps *c;
 	struct thp_target t;
 	struct apply_ctx ctx;
 	int err;
@@ -281,37 +307,20 @@ THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
 	err = opts_check(opts, sizeof(*opts), THP_APPLY_OPTS_SIZE_VER0);
 	if (!err)
 		err = validate_flags_backend(opts->flags, APPLY_FLAGS, opts->backend);
-	if (err)
-		return ret_errno(err);
-	err = validate_advice(opts->advice);
-	if (err)
-		return ret_errno(err);
-	c = caps_get();
-	err = validate_ranges(ranges, nr_ranges, c->page_size);
-	if (err)
-		return ret_errno(err);
-	err = target_open(opts->pidfd, &t);
+	if (!err)
+		err = validate_advice(opts->advice);
+	if (!err)
+		err = validate_ranges(ranges, nr_ranges, caps_get()->page_size);
+	if (!err)
+		err = apply_ctx_open(&ctx, &t, opts->pidfd, opts->advice, opts->flags,
+				     opts->backend);
 	if (err)
 		return ret_errno(err);
 
-	memset(&ctx, 0, sizeof(ctx));
-	ctx.be = backend_select(opts->backend, &t, opts->advice, &err);
-	if (!ctx.be)
-		goto out;
-	if (ctx.be->id != THP_BACKEND_MADVISE) {
-		err = target_need_pidfd(&t);
-		if (err)
-			goto out;
-	}
-	ctx.t = &t;
-	ctx.advice = opts->advice;
-	ctx.flags = opts->flags;
-	ctx.page_size = c->page_size;
 	opts->backend_used = ctx.be->id;
 	err = apply_engine(&ctx, ranges, nr_ranges, opts->reports);
 	if (err == -ESRCH || (err < 0 && target_alive(&t)))
 		report_set_detail("the target process exited");
-out:
 	target_close(&t);
 	return ret_errno(err);
 }

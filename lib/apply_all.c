@@ -135,7 +135,6 @@ static int walk_all(const struct apply_ctx *ctx, struct all_state *s, bool count
 
 THP_API int thp_apply_all(struct thp_apply_all_opts *opts)
 {
-	const struct thp_caps *c;
 	struct thp_target t;
 	struct apply_ctx ctx;
 	struct all_state s;
@@ -152,24 +151,12 @@ THP_API int thp_apply_all(struct thp_apply_all_opts *opts)
 		return ret_errno(-EINVAL);
 	}
 	err = validate_advice(opts->advice);
-	if (err)
-		return ret_errno(err);
-	c = caps_get();
-	err = target_open(opts->pidfd, &t);
-	if (err)
-		return ret_errno(err);
-
-	memset(&ctx, 0, sizeof(ctx));
-	ctx.be = backend_select(opts->backend, &t, opts->advice, &err);
-	if (!ctx.be)
-		goto out;
-	if (ctx.be->id != THP_BACKEND_MADVISE && (err = target_need_pidfd(&t)))
-		goto out;
-	ctx.t = &t;
-	ctx.advice = opts->advice;
 	/* Gaps between mappings are never errors for the whole address space. */
-	ctx.flags = opts->flags | THP_F_NO_ERROR_ON_UNMAPPED;
-	ctx.page_size = c->page_size;
+	if (!err)
+		err = apply_ctx_open(&ctx, &t, opts->pidfd, opts->advice,
+				     opts->flags | THP_F_NO_ERROR_ON_UNMAPPED, opts->backend);
+	if (err)
+		return ret_errno(err);
 
 	opts->failures_needed = 0;
 	opts->mappings_seen = opts->mappings_advised = opts->mappings_skipped = 0;

@@ -192,6 +192,10 @@ struct apply_ctx {
 	size_t nr_layout;
 };
 
+/* Open @pidfd's target and pick its backend into @ctx; 0 or -errno (nothing open). */
+int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int advice,
+		   uint32_t flags, unsigned int backend);
+
 /*
  * Apply to ranges[0..n) through ctx->be, reports optional.  Returns the
  * number of ranges without failure, or -errno (default mode, first failure).
