@@ -118,9 +118,8 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t start, uint64_t en
 	struct thp_vma_walk w;
 	uint64_t cur = start;
 	size_t idx = 0;
-	int err;
+	int err = 0;
 
-	w.fd = -1; /* no walk (and nothing to close) when ctx->layout answers */
 	if (!ctx->layout) {
 		err = vma_walk_open(&w, ctx->t, false);
 		if (err)
@@ -132,8 +131,8 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t start, uint64_t en
 		int r = next_mapping(ctx, &w, &idx, cur, &v);
 
 		if (r < 0) {
-			vma_walk_close(&w);
-			return r;
+			err = r;
+			break;
 		}
 		if (r == 0 || v.start >= end)
 			v.start = v.end = end; /* the rest is a gap */
@@ -171,8 +170,9 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t start, uint64_t en
 		}
 		cur = piece_end;
 	}
-	vma_walk_close(&w);
-	return 0;
+	if (!ctx->layout)
+		vma_walk_close(&w);
+	return err;
 }
 
 static void report_init(struct thp_report *rep, const struct thp_range *r,

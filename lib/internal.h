@@ -128,14 +128,26 @@ struct thp_vma {
 	uint64_t start, end;
 };
 
-struct thp_vma_walk {
-	int fd;               /* /proc/PID/maps */
-	bool use_query;       /* PROCMAP_QUERY, else text parse */
-	/* text-parse state */
-	char buf[8192];
+/* /proc text (maps, smaps), line by line, with a fixed buffer: no allocation. */
+struct line_reader {
+	int fd;
 	size_t len, pos;
 	off_t off;
 	bool eof;
+	char buf[8192];
+};
+
+/* Open @path for line_reader_next(): 0 or -errno. */
+int line_reader_open(struct line_reader *lr, const char *path);
+/*
+ * The next whole line, without its newline, valid until the next call.
+ * 1, 0 at the end, or -errno.  A line longer than the buffer is dropped.
+ */
+int line_reader_next(struct line_reader *lr, const char **line, size_t *len);
+
+struct thp_vma_walk {
+	struct line_reader text; /* /proc/PID/maps; its fd also takes PROCMAP_QUERY */
+	bool use_query;          /* PROCMAP_QUERY, else text parse */
 	uint64_t last_end;
 };
 
@@ -151,11 +163,7 @@ int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t, bool full)
  * moves forward: @addr must not decrease between calls.
  */
 int vma_walk_next(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v);
-/*
- * The raw maps text instead (a walk opened with @full): the next whole
- * line, without its newline, valid until the next call.  1, 0 at the end,
- * or -errno.  Reads with a fixed buffer, no allocation.
- */
+/* The raw maps text instead (a walk opened with @full): line_reader_next(). */
 int vma_walk_next_line(struct thp_vma_walk *w, const char **line, size_t *len);
 void vma_walk_close(struct thp_vma_walk *w);
 /* Parse one /proc/PID/maps line's range.  0 or -EINVAL. */

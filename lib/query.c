@@ -9,42 +9,6 @@
 #include "internal.h"
 #include "syscall.h"
 
-/* Streams smaps text line by line with a fixed buffer, no allocation. */
-struct line_reader {
-	int fd;
-	char buf[4096];
-	size_t len, pos;
-	bool eof;
-};
-
-static int read_line(struct line_reader *lr, const char **line, size_t *len)
-{
-	for (;;) {
-		char *nl = memchr(lr->buf + lr->pos, '\n', lr->len - lr->pos);
-		long n;
-
-		if (nl) {
-			*line = lr->buf + lr->pos;
-			*len = (size_t)(nl - *line);
-			lr->pos += *len + 1;
-			return 1;
-		}
-		if (lr->eof)
-			return 0;
-		memmove(lr->buf, lr->buf + lr->pos, lr->len - lr->pos);
-		lr->len -= lr->pos;
-		lr->pos = 0;
-		if (lr->len == sizeof(lr->buf))
-			lr->len = 0;
-		n = sys_read(lr->fd, lr->buf + lr->len, sizeof(lr->buf) - lr->len);
-		if (n < 0)
-			return (int)n;
-		if (n == 0)
-			lr->eof = true;
-		lr->len += (size_t)n;
-	}
-}
-
 static bool has_prefix(const char *line, size_t len, const char *p)
 {
 	size_t pl = strlen(p);
@@ -96,7 +60,7 @@ static void parse_vmflags(const char *line, size_t len, struct thp_mapping_state
 
 THP_API int thp_query(struct thp_query_opts *opts)
 {
-	struct line_reader *lr, lr_storage;
+	struct line_reader lr;
 	struct thp_target t;
 	struct thp_mapping_state cur;
 	bool have = false;
@@ -127,11 +91,10 @@ THP_API int thp_query(struct thp_query_opts *opts)
 		snprintf(path, sizeof(path), "/proc/self/smaps");
 	else
 		snprintf(path, sizeof(path), "/proc/%d/smaps", (int)t.pid);
-	lr = &lr_storage;
-	memset(lr, 0, sizeof(*lr));
-	lr->fd = sys_open(path, O_RDONLY);
-	if (lr->fd < 0) {
-		err = lr->fd == -ENOENT && !t.self ? -ESRCH : lr->fd;
+	err = line_reader_open(&lr, path);
+	if (err) {
+		if (err == -ENOENT && !t.self)
+			err = -ESRCH;
 		report_set_detail("cannot open %s", path);
 		goto out;
 	}
@@ -139,7 +102,7 @@ THP_API int thp_query(struct thp_query_opts *opts)
 	for (;;) {
 		const char *line = NULL;
 		size_t len = 0;
-		int r = read_line(lr, &line, &len);
+		int r = line_reader_next(&lr, &line, &len);
 		uint64_t s, e;
 		bool header = r == 1 && maps_parse_line(line, len, &s, &e) == 0;
 
@@ -173,7 +136,7 @@ THP_API int thp_query(struct thp_query_opts *opts)
 			parse_vmflags(line, len, &cur);
 		}
 	}
-	sys_close(lr->fd);
+	sys_close(lr.fd);
 	if (!err) {
 		err = target_alive(&t);
 		if (!err)

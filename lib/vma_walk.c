@@ -50,31 +50,69 @@ int maps_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end
 	return 0;
 }
 
+int line_reader_open(struct line_reader *lr, const char *path)
+{
+	lr->len = lr->pos = 0;
+	lr->off = 0;
+	lr->eof = false;
+	lr->fd = sys_open(path, O_RDONLY);
+	return lr->fd < 0 ? lr->fd : 0;
+}
+
+int line_reader_next(struct line_reader *lr, const char **line, size_t *len)
+{
+	for (;;) {
+		char *nl = memchr(lr->buf + lr->pos, '\n', lr->len - lr->pos);
+		long n;
+
+		if (nl) {
+			*line = lr->buf + lr->pos;
+			*len = (size_t)(nl - *line);
+			lr->pos += *len + 1;
+			return 1;
+		}
+		if (lr->eof)
+			return 0;
+		/* Keep the partial line, refill behind it. */
+		memmove(lr->buf, lr->buf + lr->pos, lr->len - lr->pos);
+		lr->len -= lr->pos;
+		lr->pos = 0;
+		if (lr->len == sizeof(lr->buf)) /* absurdly long line: drop it */
+			lr->len = 0;
+		n = sys_pread(lr->fd, lr->buf + lr->len, sizeof(lr->buf) - lr->len, lr->off);
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			lr->eof = true;
+		lr->off += n;
+		lr->len += (size_t)n;
+	}
+}
+
 int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t, bool full)
 {
 	char path[64];
+	int err;
 
-	memset(w, 0, sizeof(*w));
 	if (t->self)
 		snprintf(path, sizeof(path), "/proc/self/maps");
 	else
 		snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
-	w->fd = sys_open(path, O_RDONLY);
-	if (w->fd < 0) {
-		int err = w->fd;
-
+	err = line_reader_open(&w->text, path);
+	if (err) {
 		report_set_detail("cannot open %s: %s", path, strerror(-err));
 		return err == -ENOENT ? (t->self ? -ENOENT : -ESRCH) : err;
 	}
 	w->use_query = !full && caps_get()->procmap_query;
+	w->last_end = 0;
 	return 0;
 }
 
 void vma_walk_close(struct thp_vma_walk *w)
 {
-	if (w->fd >= 0)
-		sys_close(w->fd);
-	w->fd = -1;
+	if (w->text.fd >= 0)
+		sys_close(w->text.fd);
+	w->text.fd = -1;
 }
 
 static int walk_query(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
@@ -86,7 +124,7 @@ static int walk_query(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
 	q.size = sizeof(q);
 	q.query_addr = addr;
 	q.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA;
-	r = sys_ioctl(w->fd, PROCMAP_QUERY, &q);
+	r = sys_ioctl(w->text.fd, PROCMAP_QUERY, &q);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
@@ -98,32 +136,7 @@ static int walk_query(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
 
 int vma_walk_next_line(struct thp_vma_walk *w, const char **line, size_t *len)
 {
-	for (;;) {
-		char *nl = memchr(w->buf + w->pos, '\n', w->len - w->pos);
-		long n;
-
-		if (nl) {
-			*line = w->buf + w->pos;
-			*len = (size_t)(nl - *line);
-			w->pos += *len + 1;
-			return 1;
-		}
-		if (w->eof)
-			return 0;
-		/* Keep the partial line, refill behind it. */
-		memmove(w->buf, w->buf + w->pos, w->len - w->pos);
-		w->len -= w->pos;
-		w->pos = 0;
-		if (w->len == sizeof(w->buf)) /* absurdly long line: drop it */
-			w->len = 0;
-		n = sys_pread(w->fd, w->buf + w->len, sizeof(w->buf) - w->len, w->off);
-		if (n < 0)
-			return (int)n;
-		if (n == 0)
-			w->eof = true;
-		w->off += n;
-		w->len += (size_t)n;
-	}
+	return line_reader_next(&w->text, line, len);
 }
 
 static int walk_text(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
