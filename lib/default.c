@@ -130,31 +130,38 @@ static int pmadv_set_default(int advice)
 }
 
 /*
- * Would a PMADV default reach a new mm?  fork() and exec() both build
- * theirs in mm_init(), which keeps only mm->def_flags & VM_INIT_DEF_MASK:
- * VM_NOHUGEPAGE alone in the posted RFC (its huge default is lost), both
- * flags in a kernel that keeps the cover letter's promise.  A child sets
- * the default in its copy of the mm and a grandchild looks at a fresh
- * mapping, so the caller is untouched when the answer is no.
+ * Does a new mm get @advice on fresh mappings?  fork() and exec() both
+ * build theirs in mm_init(), which keeps only mm->def_flags &
+ * VM_INIT_DEF_MASK: VM_NOHUGEPAGE alone in the posted RFC (its huge default
+ * is lost), both flags in a kernel that keeps the cover letter's promise.
+ * So a forked child's fresh mapping tells what an exec would keep.
+ */
+static bool new_mm_keeps_advice(int advice)
+{
+	pid_t pid = sys_fork_raw();
+
+	if (pid == 0) {
+		bool huge = false, nohuge = false;
+		bool kept = fresh_mapping_advice(&huge, &nohuge) == 0 &&
+			    (advice == MADV_HUGEPAGE ? huge : nohuge);
+
+		sys_exit_group(kept ? 0 : 1);
+	}
+	return pid > 0 && sys_wait_exit(pid) == 0;
+}
+
+/*
+ * Would a PMADV default persist?  A child sets it in its copy of the mm and
+ * asks new_mm_keeps_advice(), so the caller is untouched when it would not.
  */
 static bool pmadv_default_persists(int advice)
 {
 	pid_t pid = sys_fork_raw();
 
 	if (pid == 0) {
-		pid_t grandchild;
+		bool persists = pmadv_set_default(advice) == 0 && new_mm_keeps_advice(advice);
 
-		if (pmadv_set_default(advice))
-			sys_exit_group(1);
-		grandchild = sys_fork_raw();
-		if (grandchild == 0) {
-			bool huge = false, nohuge = false;
-			bool kept = fresh_mapping_advice(&huge, &nohuge) == 0 &&
-				    (advice == MADV_HUGEPAGE ? huge : nohuge);
-
-			sys_exit_group(kept ? 0 : 1);
-		}
-		sys_exit_group(grandchild > 0 && sys_wait_exit(grandchild) == 0 ? 0 : 1);
+		sys_exit_group(persists ? 0 : 1);
 	}
 	return pid > 0 && sys_wait_exit(pid) == 0;
 }
@@ -462,6 +469,7 @@ THP_API int thp_get_default(struct thp_default_opts *o)
 	if (huge || nohuge) {
 		o->policy = huge ? THP_POLICY_HUGE : THP_POLICY_NOHUGE;
 		o->backend_used = THP_BACKEND_PMADV;
+		o->persistent = new_mm_keeps_advice(huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 		goto out;
 	}
 	o->policy = THP_POLICY_SYSTEM;

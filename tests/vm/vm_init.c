@@ -927,6 +927,15 @@ static void rfc3_run(void *arg)
 	if (r || o.backend_used != THP_BACKEND_PMADV || o.persistent != kept)
 		cfail(&c, "thp_set_default(HUGE, PMADV) = %d backend %u persistent %d "
 		      "(expected 0, pmadv, %d)", r, o.backend_used, o.persistent, kept);
+	/* Reading it back says the same. */
+	memset(&o, 0, sizeof(o));
+	o.sz = sizeof(o);
+	r = thp_get_default(&o);
+	if (r || o.policy != THP_POLICY_HUGE || o.backend_used != THP_BACKEND_PMADV ||
+	    o.persistent != kept)
+		cfail(&c, "thp_get_default = %d policy %u backend %u persistent %d "
+		      "(expected 0, huge, pmadv, %d)", r, o.policy, o.backend_used, o.persistent,
+		      kept);
 	cdone(&c);
 }
 
