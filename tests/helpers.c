@@ -289,6 +289,42 @@ void assert_refused_no_process_madvise(int ret, const char *what)
 		      what, d, DETAIL_NO_PROCESS_MADVISE);
 }
 
+void check_ranges_refused(const struct thp_range *r, size_t n, struct thp_apply_opts *o,
+			  const char *what)
+{
+	struct thp_report before[2];
+	int ret;
+
+	ck_assert(n <= 2 && o->reports);
+	memset(o->reports, 0xa5, n * sizeof(*before));
+	memcpy(before, o->reports, n * sizeof(*before));
+	o->backend_used = 0xdead;
+	errno = 0;
+	ret = thp_apply_ranges(r, n, o);
+	assert_refused_no_process_madvise(ret, what);
+	ck_assert_msg(!memcmp(before, o->reports, n * sizeof(*before)),
+		      "%s: a refused call wrote its reports", what);
+	ck_assert_msg(o->backend_used == 0xdead, "%s: a refused call set backend_used %u", what,
+		      o->backend_used);
+}
+
+void check_all_refused(struct thp_apply_all_opts *o, const char *what)
+{
+	int ret;
+
+	o->backend_used = 0xdead;
+	errno = 0;
+	ret = thp_apply_all(o);
+	assert_refused_no_process_madvise(ret, what);
+	ck_assert_msg(o->mappings_seen == 0 && o->mappings_advised == 0 &&
+		      o->mappings_skipped == 0 && o->bytes_advised == 0 &&
+		      o->failures_needed == 0 && o->backend_used == 0xdead,
+		      "%s: a refused call wrote results: seen %llu advised %llu bytes %llu "
+		      "backend_used %u", what, (unsigned long long)o->mappings_seen,
+		      (unsigned long long)o->mappings_advised,
+		      (unsigned long long)o->bytes_advised, o->backend_used);
+}
+
 uint32_t expected_self_backend(void)
 {
 	/* No RFC kernel here: process_madvise() when there is one, else the loop. */

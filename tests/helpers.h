@@ -102,6 +102,16 @@ bool expect_pidfd_self(void);
  */
 void assert_refused_no_process_madvise(int ret, const char *what);
 
+/*
+ * Run thp_apply_ranges(@r, @n <= 2, @o) on a kernel without
+ * process_madvise(): it must be refused that way and write neither
+ * o->reports (required) nor o->backend_used.  The caller checks the memory.
+ */
+void check_ranges_refused(const struct thp_range *r, size_t n, struct thp_apply_opts *o,
+			  const char *what);
+/* The same for thp_apply_all(@o): no counts, no failures, no backend_used. */
+void check_all_refused(struct thp_apply_all_opts *o, const char *what);
+
 /* What THP_BACKEND_AUTO must pick for HUGE/NOHUGE on the own process. */
 uint32_t expected_self_backend(void);
 

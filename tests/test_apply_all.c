@@ -81,18 +81,7 @@ START_TEST(huge_self_forced_backends)
 			 * Refused before the walk: no counter says anything was
 			 * advised, backend_used is not set, nothing changed.
 			 */
-			o.backend_used = 0xdead;
-			errno = 0;
-			ret = thp_apply_all(&o);
-			assert_refused_no_process_madvise(ret, "apply_all, forced process_madvise");
-			ck_assert_msg(o.mappings_seen == 0 && o.mappings_advised == 0 &&
-				      o.mappings_skipped == 0 && o.bytes_advised == 0 &&
-				      o.failures_needed == 0 && o.backend_used == 0xdead,
-				      "refused apply_all wrote results: seen %llu advised %llu "
-				      "bytes %llu backend_used %u",
-				      (unsigned long long)o.mappings_seen,
-				      (unsigned long long)o.mappings_advised,
-				      (unsigned long long)o.bytes_advised, o.backend_used);
+			check_all_refused(&o, "apply_all, forced process_madvise");
 			ck_assert_msg(!vma_nh(0, U(m)) && !vma_hg(0, U(m)),
 				      "refused apply_all changed the test mapping");
 			{

@@ -60,30 +60,6 @@ static void assert_clean(uint64_t addr, const char *what)
 		      (unsigned long long)addr, si.vmflags);
 }
 
-/*
- * A kernel without process_madvise(): a request forced onto that backend is
- * refused before any system call, and writes neither its reports nor
- * backend_used.  (The caller then checks that the memory is unchanged.)
- */
-static void check_refused(const struct thp_range *r, size_t n, struct thp_apply_opts *o,
-			  const char *what)
-{
-	struct thp_report before[2];
-	int ret;
-
-	ck_assert(n <= 2 && o->reports);
-	garbage_reports(o->reports, n);
-	memcpy(before, o->reports, n * sizeof(*before));
-	o->backend_used = 0xdead;
-	errno = 0;
-	ret = thp_apply_ranges(r, n, o);
-	assert_refused_no_process_madvise(ret, what);
-	ck_assert_msg(!memcmp(before, o->reports, n * sizeof(*before)),
-		      "%s: a refused call wrote its reports", what);
-	ck_assert_msg(o->backend_used == 0xdead, "%s: a refused call set backend_used %u", what,
-		      o->backend_used);
-}
-
 /* 10 MiB mapping; the range is [base+2M, base+8M); sentinels on both sides. */
 START_TEST(huge_then_nohuge)
 {
@@ -149,9 +125,9 @@ START_TEST(forced_backends)
 
 		if (be[i] == THP_BACKEND_PROCESS_MADVISE && !expect_process_madvise()) {
 			/* Refused, for HUGE and NOHUGE alike, and nothing changed. */
-			check_refused(&r, 1, &o, "forced process_madvise, HUGE");
+			check_ranges_refused(&r, 1, &o, "forced process_madvise, HUGE");
 			o.advice = THP_ADVICE_NOHUGE;
-			check_refused(&r, 1, &o, "forced process_madvise, NOHUGE");
+			check_ranges_refused(&r, 1, &o, "forced process_madvise, NOHUGE");
 			assert_clean(r.addr, "forced process_madvise: the range");
 			assert_clean(U(base), "forced process_madvise: below");
 			assert_clean(U(base + 4 * MiB), "forced process_madvise: above");
@@ -497,9 +473,9 @@ static void big_range(uint32_t backend)
 	r[1].addr = U(second + 2 * MiB);
 	r[1].len = 2 * MiB;
 	if (backend == THP_BACKEND_PROCESS_MADVISE && !expect_process_madvise()) {
-		check_refused(r, 1, &o, "5 GiB HUGE, forced process_madvise");
+		check_ranges_refused(r, 1, &o, "5 GiB HUGE, forced process_madvise");
 		o.advice = THP_ADVICE_NOHUGE;
-		check_refused(r, 2, &o, "5 GiB + 2 MiB NOHUGE, forced process_madvise");
+		check_ranges_refused(r, 2, &o, "5 GiB + 2 MiB NOHUGE, forced process_madvise");
 		/* Nothing advised: the big mapping is still one VMA without hg/nh. */
 		ck_assert_int_eq(smaps_lookup(0, r[0].addr, &si), 0);
 		ck_assert_msg(si.found && !si.hg && !si.nh && si.start == U(base) &&

@@ -105,25 +105,14 @@ static void assert_child_untouched(const struct child *c, const char *what)
 
 /*
  * No process_madvise(): remote thp_apply_ranges() is refused before any
- * system call; reports and backend_used stay as the caller left them.
+ * system call; reports and backend_used stay as the caller left them, and
+ * the child is untouched.
  */
 static void check_remote_refused(const struct thp_range *r, size_t n,
 				 struct thp_apply_opts *o, const struct child *c,
 				 const char *what)
 {
-	struct thp_report before[2];
-	int ret;
-
-	ck_assert(n <= 2 && o->reports);
-	memset(o->reports, 0xa5, n * sizeof(*before));
-	memcpy(before, o->reports, n * sizeof(*before));
-	o->backend_used = 0xdead;
-	errno = 0;
-	ret = thp_apply_ranges(r, n, o);
-	assert_refused_no_process_madvise(ret, what);
-	ck_assert_msg(!memcmp(before, o->reports, n * sizeof(*before)),
-		      "%s: a refused call wrote its reports", what);
-	ck_assert_uint_eq(o->backend_used, 0xdead);
+	check_ranges_refused(r, n, o, what);
 	assert_child_untouched(c, what);
 }
 
@@ -375,17 +364,7 @@ START_TEST(remote_apply_all_collapse)
 	o.pidfd = c.pidfd;
 	if (!expect_process_madvise()) {
 		/* Refused before the walk: no counts, backend_used not set. */
-		o.backend_used = 0xdead;
-		errno = 0;
-		ret = thp_apply_all(&o);
-		assert_refused_no_process_madvise(ret, "remote apply_all COLLAPSE");
-		ck_assert_msg(o.mappings_seen == 0 && o.mappings_advised == 0 &&
-			      o.mappings_skipped == 0 && o.bytes_advised == 0 &&
-			      o.failures_needed == 0 && o.backend_used == 0xdead,
-			      "refused remote apply_all wrote results: seen %llu advised %llu "
-			      "bytes %llu backend_used %u", (unsigned long long)o.mappings_seen,
-			      (unsigned long long)o.mappings_advised,
-			      (unsigned long long)o.bytes_advised, o.backend_used);
+		check_all_refused(&o, "remote apply_all COLLAPSE");
 		assert_child_untouched(&c, "refused remote apply_all COLLAPSE");
 		stop_child(&c);
 		return;
