@@ -114,10 +114,7 @@ static int print_json(const struct apply_req *q, const struct apply_result *res)
 	struct json j;
 	bool print_reports = q->all || any_attempted(res);
 
-	json_init(&j, stdout);
-	json_begin_object(&j, NULL);
-	json_u64(&j, "version", 1);
-	json_string(&j, "command", "apply");
+	json_begin_document(&j, stdout, "apply");
 	json_i64(&j, "pid", q->pid);
 	json_bool(&j, "self", q->self);
 	json_string(&j, "advice", q->advice_name);

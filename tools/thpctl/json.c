@@ -185,3 +185,11 @@ int json_finish(struct json *j)
 	fputc('\n', j->f);
 	return ferror(j->f) || fflush(j->f) ? -1 : 0;
 }
+
+void json_begin_document(struct json *j, FILE *f, const char *command)
+{
+	json_init(j, f);
+	json_begin_object(j, NULL);
+	json_u64(j, "version", THPCTL_JSON_VERSION);
+	json_string(j, "command", command);
+}

@@ -24,6 +24,12 @@ struct json {
 };
 
 void json_init(struct json *j, FILE *f);
+/*
+ * Start one thpctl document on @f: the top-level object with "version"
+ * (the schema of doc/thpctl-json.md) and "command".
+ */
+#define THPCTL_JSON_VERSION 1
+void json_begin_document(struct json *j, FILE *f, const char *command);
 void json_begin_object(struct json *j, const char *key);
 void json_end_object(struct json *j);
 void json_begin_array(struct json *j, const char *key);

@@ -238,10 +238,7 @@ static int print_json(const struct probe_data *d)
 	const struct thp_probe_info *pi = &d->pi;
 	struct json j;
 
-	json_init(&j, stdout);
-	json_begin_object(&j, NULL);
-	json_u64(&j, "version", 1);
-	json_string(&j, "command", "probe");
+	json_begin_document(&j, stdout, "probe");
 	json_string(&j, "thpctl_version", THP_VERSION_STRING);
 	json_string(&j, "libthp_version", thp_version());
 	json_string(&j, "kernel_release", d->have_uts ? d->uts.release : NULL);

@@ -134,10 +134,7 @@ static int print_json(const struct status_opts *o, const struct status_data *d)
 	struct totals t = { 0 };
 	struct json j;
 
-	json_init(&j, stdout);
-	json_begin_object(&j, NULL);
-	json_u64(&j, "version", 1);
-	json_string(&j, "command", "status");
+	json_begin_document(&j, stdout, "status");
 	json_i64(&j, "pid", d->pid);
 	json_bool(&j, "self", d->self);
 
