@@ -187,7 +187,7 @@ static void print_text(const struct apply_req *q, const struct apply_result *res
 /* stderr: why it failed, in the library's words plus what to do about it. */
 static void print_errors(const struct apply_req *q, const struct apply_result *res)
 {
-	size_t shown = 0, failed = 0;
+	size_t failed = 0;
 	bool reported = false; /* the call's error is the one of a report */
 
 	for (size_t i = 0; i < res->nreports; i++) {
@@ -195,18 +195,17 @@ static void print_errors(const struct apply_req *q, const struct apply_result *r
 
 		if (!r->attempted || !r->error)
 			continue;
-		failed++;
 		if (res->ret == -r->error)
 			reported = true;
-		if (shown++ < MAX_ERROR_LINES)
+		if (failed++ < MAX_ERROR_LINES)
 			thpctl_error("apply: 0x%llx-0x%llx: failed at 0x%llx: %s",
 				     (unsigned long long)r->addr,
 				     (unsigned long long)(r->addr + r->len),
 				     (unsigned long long)r->fail_addr, report_error_text(r->error));
 	}
-	if (shown > MAX_ERROR_LINES)
+	if (failed > MAX_ERROR_LINES)
 		thpctl_error("apply: ... and %zu more failures (see the report lines)",
-			     shown - MAX_ERROR_LINES);
+			     failed - MAX_ERROR_LINES);
 	if (res->ret == -ESRCH && !q->self) {
 		thpctl_error("apply: process %d exited", (int)q->pid);
 		return;
