@@ -137,8 +137,12 @@ struct line_reader {
 	char buf[8192];
 };
 
-/* Open @path for line_reader_next(): 0 or -errno. */
-int line_reader_open(struct line_reader *lr, const char *path);
+/*
+ * Open /proc/self/@file or /proc/PID/@file of @t for line_reader_next().
+ * 0 or -errno (the detail set; a remote target's missing file is -ESRCH).
+ */
+int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
+			  const char *file);
 /*
  * The next whole line, without its newline, valid until the next call.
  * 1, 0 at the end, or -errno.  A line longer than the buffer is dropped.

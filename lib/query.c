@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* thp_query(): per-mapping THP state from /proc/PID/smaps. */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,7 +62,6 @@ THP_API int thp_query(struct thp_query_opts *opts)
 	struct thp_target t;
 	struct thp_mapping_state cur;
 	bool have = false;
-	char path[64];
 	size_t written = 0;
 	uint64_t qend;
 	int err;
@@ -87,17 +84,9 @@ THP_API int thp_query(struct thp_query_opts *opts)
 	err = target_open(opts->pidfd, &t);
 	if (err)
 		return ret_errno(err);
-	if (t.self)
-		snprintf(path, sizeof(path), "/proc/self/smaps");
-	else
-		snprintf(path, sizeof(path), "/proc/%d/smaps", (int)t.pid);
-	err = line_reader_open(&lr, path);
-	if (err) {
-		if (err == -ENOENT && !t.self)
-			err = -ESRCH;
-		report_set_detail("cannot open %s", path);
+	err = line_reader_open_proc(&lr, &t, "smaps");
+	if (err)
 		goto out;
-	}
 	opts->states_needed = 0;
 	for (;;) {
 		const char *line = NULL;

@@ -50,13 +50,23 @@ int maps_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end
 	return 0;
 }
 
-int line_reader_open(struct line_reader *lr, const char *path)
+int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
+			  const char *file)
 {
+	char path[64];
+
+	if (t->self)
+		snprintf(path, sizeof(path), "/proc/self/%s", file);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)t->pid, file);
 	lr->len = lr->pos = 0;
 	lr->off = 0;
 	lr->eof = false;
 	lr->fd = sys_open(path, O_RDONLY);
-	return lr->fd < 0 ? lr->fd : 0;
+	if (lr->fd >= 0)
+		return 0;
+	report_set_detail("cannot open %s: %s", path, strerror(-lr->fd));
+	return lr->fd == -ENOENT && !t->self ? -ESRCH : lr->fd;
 }
 
 int line_reader_next(struct line_reader *lr, const char **line, size_t *len)
@@ -91,18 +101,10 @@ int line_reader_next(struct line_reader *lr, const char **line, size_t *len)
 
 int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t, bool full)
 {
-	char path[64];
-	int err;
+	int err = line_reader_open_proc(&w->text, t, "maps");
 
-	if (t->self)
-		snprintf(path, sizeof(path), "/proc/self/maps");
-	else
-		snprintf(path, sizeof(path), "/proc/%d/maps", (int)t->pid);
-	err = line_reader_open(&w->text, path);
-	if (err) {
-		report_set_detail("cannot open %s: %s", path, strerror(-err));
-		return err == -ENOENT ? (t->self ? -ENOENT : -ESRCH) : err;
-	}
+	if (err)
+		return err;
 	w->use_query = !full && caps_get()->procmap_query;
 	w->last_end = 0;
 	return 0;
