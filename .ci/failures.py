@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Print the tests that did not pass in the given meson testlog*.json files,
+each with its result, exit code, environment that varies per run
+(MALLOC_PERTURB_) and the end of its output.
+
+.ci/run calls this last, so that the tail of a CI log, which may be all a
+reader gets to see, names every failure and shows why, whichever phase it
+was in.
+
+    .ci/failures.py [--lines N] TESTLOG.json...
+"""
+import json
+import os
+import sys
+
+PASSING = {"OK", "SKIP", "EXPECTEDFAIL"}
+
+
+def main(argv):
+    lines = 25
+    paths = []
+    it = iter(argv)
+    for arg in it:
+        if arg == "--lines":
+            lines = int(next(it))
+        else:
+            paths.append(arg)
+
+    found = 0
+    for path in paths:
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for raw in f:
+                try:
+                    test = json.loads(raw)
+                except ValueError:
+                    continue
+                if test.get("result") in PASSING:
+                    continue
+                found += 1
+                env = test.get("env") or {}
+                print(f"--- {test.get('name')}: {test.get('result')} "
+                      f"(exit {test.get('returncode')}, "
+                      f"{test.get('duration', 0):.1f} s, "
+                      f"MALLOC_PERTURB_={env.get('MALLOC_PERTURB_', '-')}) "
+                      f"in {path}")
+                out = (test.get("stdout") or "") + (test.get("stderr") or "")
+                for line in out.rstrip("\n").split("\n")[-lines:]:
+                    print(f"    {line}")
+    if found:
+        print(f"{found} test run(s) did not pass (above).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
