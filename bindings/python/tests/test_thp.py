@@ -111,9 +111,11 @@ class Errors(unittest.TestCase):
     def setUp(self):
         self.len = 4 * PAGE
         self.addr = raw_mmap(self.len)
+        # Map "good" before punching the hole: a one-page mmap() after it
+        # could be placed in the hole.
+        self.good = raw_mmap(PAGE)
         self.hole = self.addr + PAGE
         self.assertEqual(_libc.munmap(self.hole, PAGE), 0)
-        self.good = raw_mmap(PAGE)
 
     def tearDown(self):
         _libc.munmap(self.addr, PAGE)
