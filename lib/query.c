@@ -108,7 +108,9 @@ THP_API int thp_query(struct thp_query_opts *opts)
 			}
 			have = false;
 		}
-		if (r == 0)
+		/* smaps lists mappings in address order: nothing past qend can
+		 * match, so stop reading (the kernel formats each entry). */
+		if (r == 0 || (header && s >= qend))
 			break;
 		if (header) {
 			parse_header(line, len, &cur);
