@@ -675,9 +675,21 @@ END_TEST
  */
 static size_t fill_map_count(char **filler, size_t *filler_len)
 {
-	size_t pages = 70000, splits = 0;
-	char *f = mmap(NULL, pages * 2 * 4096, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/*
+	 * Each mprotect() of a page inside the filler adds two VMAs: enough
+	 * splits for whatever vm.max_map_count this machine has.
+	 */
+	unsigned long max_map_count = 0;
+	FILE *mc = fopen("/proc/sys/vm/max_map_count", "r");
+	size_t pages, splits = 0;
+	char *f;
+
+	ck_assert_msg(mc && fscanf(mc, "%lu", &max_map_count) == 1,
+		      "cannot read /proc/sys/vm/max_map_count");
+	fclose(mc);
+	pages = max_map_count / 2 + 1024;
+	f = mmap(NULL, pages * 2 * 4096, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	ck_assert(f != MAP_FAILED);
 	for (size_t i = 0; i < pages; i++) {
