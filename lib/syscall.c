@@ -88,13 +88,22 @@ long sys_pread(int fd, void *buf, size_t len, off_t off)
 	return r;
 }
 
-void *sys_mmap_anon(size_t len, int prot)
+void *sys_mmap_anon(void *at, size_t len, int prot)
 {
 	int saved = errno;
-	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0);
+	void *p = mmap(at, len, prot, flags, -1, 0);
 
 	errno = saved;
-	return p == MAP_FAILED ? NULL : p;
+	if (p == MAP_FAILED)
+		return NULL;
+	/* Before 4.17 the flag is unknown and @at only a hint. */
+	if (at && p != at) {
+		munmap(p, len);
+		errno = saved;
+		return NULL;
+	}
+	return p;
 }
 
 int sys_munmap(void *addr, size_t len)

@@ -26,7 +26,11 @@ long sys_read(int fd, void *buf, size_t len);
 long sys_pread(int fd, void *buf, size_t len, off_t off);
 /* Read up to len-1 bytes of a small file and NUL-terminate: length or -errno. */
 long sys_read_file(const char *path, char *buf, size_t len);
-void *sys_mmap_anon(size_t len, int prot);
+/*
+ * A private anonymous mapping, or NULL.  @at non-NULL: exactly there
+ * (MAP_FIXED_NOREPLACE, never over an existing mapping), or NULL.
+ */
+void *sys_mmap_anon(void *at, size_t len, int prot);
 int sys_munmap(void *addr, size_t len);
 /*
  * A child process for a look at effects that must not touch the caller:

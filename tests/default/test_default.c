@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -805,6 +806,64 @@ START_TEST(failed_require_persistent_keeps_policy)
 }
 END_TEST
 
+/* Mappings of this process: lines of /proc/self/maps. */
+static int count_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	int n = 0, c;
+
+	ck_assert_ptr_nonnull(f);
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/*
+ * thp_get_default() on self looks at a fresh mapping, placed low so that
+ * smaps stops early.  It must leave nothing behind, and it must never take
+ * a place that is in use: with the low addresses occupied it maps elsewhere
+ * and their contents stay as they were.
+ */
+START_TEST(get_self_probe_mapping)
+{
+	static const uintptr_t low[] = { 0x10000, 0x100000, 0x1000000 };
+	char *mine[3];
+	int before, taken = 0;
+
+	ck_assert_int_eq(get_policy(THP_SELF, NULL), THP_POLICY_SYSTEM);
+	{
+		struct smaps_info si;
+
+		ck_assert_int_eq(smaps_lookup(0, low[0], &si), 0);
+		ck_assert_msg(!si.found, "the probe mapping at 0x%lx was left behind",
+			      (unsigned long)low[0]);
+	}
+	for (int i = 0; i < 3; i++) {
+		mine[i] = mmap((void *)low[i], 4096, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		if (mine[i] == MAP_FAILED) {
+			mine[i] = NULL;
+			continue;
+		}
+		ck_assert_ptr_eq(mine[i], (void *)low[i]);
+		memset(mine[i], 0x5a + i, 4096);
+		taken++;
+	}
+	ck_assert_msg(taken > 0, "could not map any of the low addresses");
+	before = count_maps();
+	ck_assert_int_eq(get_policy(THP_SELF, NULL), THP_POLICY_SYSTEM);
+	ck_assert_int_eq(count_maps(), before);
+	for (int i = 0; i < 3; i++) {
+		if (!mine[i])
+			continue;
+		for (int b = 0; b < 4096; b++)
+			ck_assert_int_eq((unsigned char)mine[i][b], 0x5a + i);
+		munmap(mine[i], 4096);
+	}
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 static void add(Suite *s, const char *name, const TTest *t)
@@ -833,6 +892,7 @@ int main(void)
 	add(s, "bad_input", bad_input);
 	add(s, "zero_tail_accepted", zero_tail_accepted);
 	add(s, "failed_require_persistent_keeps_policy", failed_require_persistent_keeps_policy);
+	add(s, "get_self_probe_mapping", get_self_probe_mapping);
 	rc = run_suite(s);
 	restore_sysfs();
 	return rc;
