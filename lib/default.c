@@ -80,43 +80,38 @@ static int fresh_mapping_advice(bool *huge, bool *nohuge)
 
 /*
  * Advise existing mappings not explicitly advised the other way, as both
- * RFCs do.  Walks smaps in small chunks: no allocation.
+ * RFCs do: one pass over smaps (the VmFlags tell), advising as it goes.  A
+ * mapping that merges with a neighbour shows up again already advised.
  */
 static int advise_existing(int advice, uint64_t *changed)
 {
-	struct thp_mapping_state st[32];
-	uint64_t addr = 0;
+	struct thp_mapping_state st;
+	struct smaps_reader sr;
+	struct thp_target self;
 	int r;
 
 	*changed = 0;
-	for (;;) {
-		struct thp_query_opts q;
-
-		memset(&q, 0, sizeof(q));
-		q.sz = sizeof(q);
-		q.addr = addr;
-		q.len = UINT64_MAX - addr;
-		q.states = st;
-		q.states_cap = ARRAY_LEN(st);
-		r = thp_query(&q);
-		if (r <= 0)
-			return r;
-		for (int i = 0; i < r; i++) {
-			bool opposite = advice == MADV_HUGEPAGE ? st[i].advised_nohuge
-								: st[i].advised_huge;
-			bool already = advice == MADV_HUGEPAGE ? st[i].advised_huge
-							       : st[i].advised_nohuge;
-
-			addr = st[i].end;
-			if (opposite || already || st[i].start >= 0x800000000000ULL)
-				continue;
-			/* Special mappings (vdso, vvar) may refuse: not our business. */
-			if (sys_madvise(st[i].start, st[i].end - st[i].start, advice) == 0)
-				(*changed)++;
-		}
-		if ((size_t)r < ARRAY_LEN(st))
-			return 0;
+	r = target_open(THP_SELF, &self);
+	if (r)
+		return r;
+	r = smaps_open(&sr, &self);
+	if (r) {
+		target_close(&self);
+		return r;
 	}
+	while ((r = smaps_next(&sr, &st)) == 1) {
+		bool opposite = advice == MADV_HUGEPAGE ? st.advised_nohuge : st.advised_huge;
+		bool already = advice == MADV_HUGEPAGE ? st.advised_huge : st.advised_nohuge;
+
+		if (opposite || already || st.start >= 0x800000000000ULL)
+			continue;
+		/* Special mappings (vdso, vvar) may refuse: not our business. */
+		if (sys_madvise(st.start, st.end - st.start, advice) == 0)
+			(*changed)++;
+	}
+	smaps_close(&sr);
+	target_close(&self);
+	return r;
 }
 
 /* PMADV_SET_FORK_EXEC_DEFAULT on the calling process, which also advises all. */

@@ -149,6 +149,23 @@ int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
  */
 int line_reader_next(struct line_reader *lr, const char **line, size_t *len);
 
+/*
+ * /proc/PID/smaps one mapping at a time, in address order (query.c).  The
+ * kernel formats every entry it is asked for (page table walks for Rss):
+ * stop reading as soon as the rest is not needed.
+ */
+struct smaps_reader {
+	struct line_reader lr;
+	struct thp_mapping_state cur; /* the entry being read */
+	bool have;
+};
+
+/* 0 or -errno as line_reader_open_proc(). */
+int smaps_open(struct smaps_reader *sr, const struct thp_target *t);
+/* 1 and the next mapping in @m, 0 at the end, or -errno. */
+int smaps_next(struct smaps_reader *sr, struct thp_mapping_state *m);
+void smaps_close(struct smaps_reader *sr);
+
 struct thp_vma_walk {
 	struct line_reader text; /* /proc/PID/maps; its fd also takes PROCMAP_QUERY */
 	bool use_query;          /* PROCMAP_QUERY, else text parse */

@@ -56,12 +56,66 @@ static void parse_vmflags(const char *line, size_t len, struct thp_mapping_state
 	}
 }
 
+int smaps_open(struct smaps_reader *sr, const struct thp_target *t)
+{
+	sr->have = false;
+	return line_reader_open_proc(&sr->lr, t, "smaps");
+}
+
+/*
+ * An entry is complete when the next header (or the end) is read, so the
+ * reader keeps the entry being filled and hands it out then.
+ */
+int smaps_next(struct smaps_reader *sr, struct thp_mapping_state *m)
+{
+	for (;;) {
+		const char *line = NULL;
+		size_t len = 0;
+		uint64_t s, e;
+		int r = line_reader_next(&sr->lr, &line, &len);
+
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			if (!sr->have)
+				return 0;
+			*m = sr->cur;
+			sr->have = false;
+			return 1;
+		}
+		if (maps_parse_line(line, len, &s, &e) == 0) {
+			bool had = sr->have;
+
+			if (had)
+				*m = sr->cur;
+			parse_header(line, len, &sr->cur);
+			sr->have = true;
+			if (had)
+				return 1;
+		} else if (!sr->have) {
+			continue;
+		} else if (has_prefix(line, len, "AnonHugePages:")) {
+			sr->cur.anon_huge_bytes = kb_field(line, len, 14);
+		} else if (has_prefix(line, len, "Rss:")) {
+			sr->cur.rss_bytes = kb_field(line, len, 4);
+		} else if (has_prefix(line, len, "THPeligible:")) {
+			sr->cur.thp_eligible = kb_field(line, len, 12) != 0;
+		} else if (has_prefix(line, len, "VmFlags:")) {
+			parse_vmflags(line, len, &sr->cur);
+		}
+	}
+}
+
+void smaps_close(struct smaps_reader *sr)
+{
+	sys_close(sr->lr.fd);
+}
+
 THP_API int thp_query(struct thp_query_opts *opts)
 {
-	struct line_reader lr;
+	struct smaps_reader sr;
 	struct thp_target t;
 	struct thp_mapping_state cur;
-	bool have = false;
 	size_t written = 0;
 	uint64_t qend;
 	int err;
@@ -84,50 +138,21 @@ THP_API int thp_query(struct thp_query_opts *opts)
 	err = target_open(opts->pidfd, &t);
 	if (err)
 		return ret_errno(err);
-	err = line_reader_open_proc(&lr, &t, "smaps");
+	err = smaps_open(&sr, &t);
 	if (err)
 		goto out;
 	opts->states_needed = 0;
-	for (;;) {
-		const char *line = NULL;
-		size_t len = 0;
-		int r = line_reader_next(&lr, &line, &len);
-		uint64_t s, e;
-		bool header = r == 1 && maps_parse_line(line, len, &s, &e) == 0;
-
-		if (r < 0) {
-			err = r;
-			break;
-		}
-		/* A header line (or EOF) closes the mapping before it. */
-		if ((r == 0 || header) && have) {
-			if (cur.end > opts->addr && cur.start < qend) {
-				if (written < opts->states_cap)
-					opts->states[written++] = cur;
-				opts->states_needed++;
-			}
-			have = false;
-		}
-		/* smaps lists mappings in address order: nothing past qend can
-		 * match, so stop reading (the kernel formats each entry). */
-		if (r == 0 || (header && s >= qend))
-			break;
-		if (header) {
-			parse_header(line, len, &cur);
-			have = true;
-		} else if (!have) {
+	/* Address order: nothing past qend can match, so stop reading there. */
+	while ((err = smaps_next(&sr, &cur)) == 1 && cur.start < qend) {
+		if (cur.end <= opts->addr)
 			continue;
-		} else if (has_prefix(line, len, "AnonHugePages:")) {
-			cur.anon_huge_bytes = kb_field(line, len, 14);
-		} else if (has_prefix(line, len, "Rss:")) {
-			cur.rss_bytes = kb_field(line, len, 4);
-		} else if (has_prefix(line, len, "THPeligible:")) {
-			cur.thp_eligible = kb_field(line, len, 12) != 0;
-		} else if (has_prefix(line, len, "VmFlags:")) {
-			parse_vmflags(line, len, &cur);
-		}
+		if (written < opts->states_cap)
+			opts->states[written++] = cur;
+		opts->states_needed++;
 	}
-	sys_close(lr.fd);
+	if (err > 0)
+		err = 0;
+	smaps_close(&sr);
 	if (!err) {
 		err = target_alive(&t);
 		if (!err)

@@ -806,6 +806,69 @@ START_TEST(failed_require_persistent_keeps_policy)
 }
 END_TEST
 
+/* VMAs inside [lo, hi) of this process with VmFlags hg and nh (own parse). */
+static void count_advised(uintptr_t lo, uintptr_t hi, int *vmas, int *hg, int *nh)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	char line[512];
+	bool inside = false;
+
+	ck_assert_ptr_nonnull(f);
+	*vmas = *hg = *nh = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+
+		if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			inside = s >= lo && e <= hi;
+			*vmas += inside;
+		} else if (inside && !strncmp(line, "VmFlags:", 8)) {
+			*hg += strstr(line, " hg") != NULL;
+			*nh += strstr(line, " nh") != NULL;
+		}
+	}
+	fclose(f);
+}
+
+/*
+ * HUGE on existing mappings: every unadvised one among thousands is advised
+ * (one pass over smaps that advises as it goes must not lose any when
+ * advised neighbours merge), and one advised NOHUGE keeps its advice.
+ */
+START_TEST(huge_advises_every_existing_mapping)
+{
+	const int pages = scaled(3000, 200);
+	const size_t ps = 4096;
+	char *region = mmap(NULL, (size_t)pages * ps, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *nohuge = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			    -1, 0);
+	struct thp_default_opts set;
+	int vmas, hg, nh, r;
+
+	ck_assert(region != MAP_FAILED && nohuge != MAP_FAILED);
+	/* Every other page read-only: one VMA per page, none can merge. */
+	for (int i = 1; i < pages; i += 2)
+		ck_assert_int_eq(mprotect(region + (size_t)i * ps, ps, PROT_READ), 0);
+	must_madvise(nohuge, 4 * MiB, MADV_NOHUGEPAGE);
+	count_advised((uintptr_t)region, (uintptr_t)region + (size_t)pages * ps, &vmas, &hg, &nh);
+	ck_assert_int_eq(vmas, pages);
+	ck_assert_int_eq(hg + nh, 0);
+
+	r = set_policy(THP_POLICY_HUGE, 0, &set);
+	count_advised((uintptr_t)region, (uintptr_t)region + (size_t)pages * ps, &vmas, &hg, &nh);
+	ck_assert_int_eq(reset_system(), 0);
+
+	ck_assert_int_eq(r, 0);
+	ck_assert_int_eq(vmas, pages);
+	ck_assert_msg(hg == pages, "%d of %d existing mappings advised huge", hg, pages);
+	ck_assert_int_eq(nh, 0);
+	ck_assert_uint_ge(set.mappings_changed, (uint64_t)pages);
+	ck_assert(vma_nh(0, (uintptr_t)nohuge) && !vma_hg(0, (uintptr_t)nohuge));
+	munmap(region, (size_t)pages * ps);
+	munmap(nohuge, 4 * MiB);
+}
+END_TEST
+
 /* Mappings of this process: lines of /proc/self/maps. */
 static int count_maps(void)
 {
@@ -893,6 +956,7 @@ int main(void)
 	add(s, "zero_tail_accepted", zero_tail_accepted);
 	add(s, "failed_require_persistent_keeps_policy", failed_require_persistent_keeps_policy);
 	add(s, "get_self_probe_mapping", get_self_probe_mapping);
+	add(s, "huge_advises_every_existing_mapping", huge_advises_every_existing_mapping);
 	rc = run_suite(s);
 	restore_sysfs();
 	return rc;
