@@ -757,20 +757,147 @@ static void bench_effect(void)
 
 /* ---------------------------------------------------------------- main */
 
+/* ---------------------------------------------------- 6: default policy */
+
+/* One timed thp_set_default(HUGE) on @n fresh, unadvised mappings. */
+static double time_set_huge(size_t n, uint64_t *changed)
+{
+	THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_HUGE);
+	THP_OPTS(thp_default_opts, reset, .policy = THP_POLICY_SYSTEM);
+	double t0, t1;
+	int ret;
+
+	make_small_maps(n);
+	t0 = now_ns();
+	ret = thp_set_default(&o);
+	t1 = now_ns();
+	if (ret < 0) {
+		fprintf(stderr, "thp_set_default(HUGE): %s (%s)\n", thp_strerror(ret),
+			thp_strerror_detail());
+		exit(1);
+	}
+	*changed = o.mappings_changed;
+	if (thp_set_default(&reset) < 0)
+		die("thp_set_default(SYSTEM)");
+	free_small_maps();
+	return t1 - t0;
+}
+
+/* The kernel's lower bound on @n fresh, unadvised mappings. */
+static double time_raw_huge(size_t n)
+{
+	double t0, t1;
+	int ret, e;
+
+	make_small_maps(n);
+	t0 = now_ns();
+	ret = madvise(NULL, TASK_END, MADV_HUGEPAGE);
+	e = errno;
+	t1 = now_ns();
+	if (ret && e != ENOMEM)
+		die("madvise(0, TASK_END)");
+	free_small_maps();
+	return t1 - t0;
+}
+
+static void bench_default(void)
+{
+	static const size_t counts[] = { 100, 10000, 60000 };
+
+	printf("\n## 6. Default policy of a process with many mappings, %d reps\n\n", REPS);
+	printf("6a: thp_get_default(THP_SELF) vs raw prctl(PR_GET_THP_DISABLE), microseconds per call.\n"
+	       "libthp also looks at a fresh mapping's VmFlags (mm->def_flags, where the RFC defaults\n"
+	       "live), which the prctl does not show.\n\n");
+	printf("| created | libthp med / min / max (us)  | raw med / min / max (us)     | ratio                     |\n");
+	printf("|--------:|------------------------------|------------------------------|---------------------------|\n");
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		size_t n = counts[c];
+		double lib[REPS], raw[REPS], ratio[REPS];
+		struct stat3 l, r, q;
+
+		ensure_map_count((long)n + 5000);
+		make_small_maps(n);
+		for (int rep = -2; rep < REPS; rep++) {
+			THP_OPTS(thp_default_opts, o);
+			double t0, t1, t2;
+			int ret;
+
+			t0 = now_ns();
+			ret = thp_get_default(&o);
+			t1 = now_ns();
+			if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) < 0)
+				die("prctl(PR_GET_THP_DISABLE)");
+			t2 = now_ns();
+			if (ret < 0) {
+				fprintf(stderr, "thp_get_default: %s\n", thp_strerror(ret));
+				exit(1);
+			}
+			if (rep >= 0) {
+				lib[rep] = t1 - t0;
+				raw[rep] = t2 - t1;
+				ratio[rep] = lib[rep] / raw[rep];
+			}
+		}
+		l = stats(lib, REPS);
+		r = stats(raw, REPS);
+		q = stats(ratio, REPS);
+		printf("| %7zu | %8.1f / %8.1f / %8.1f | %8.2f / %8.2f / %8.2f | %7.1f (%7.1f..%7.1f) |\n",
+		       n, l.med / 1e3, l.min / 1e3, l.max / 1e3, r.med / 1e3, r.min / 1e3,
+		       r.max / 1e3, q.med, q.min, q.max);
+		free_small_maps();
+	}
+
+	printf("\n6b: thp_set_default(HUGE) on fresh unadvised mappings (mainline: advises the existing\n"
+	       "mappings not advised NOHUGE, from one pass over smaps) vs one raw madvise(0, 0x%lx,\n"
+	       "MADV_HUGEPAGE), which also overrides NOHUGE advice; milliseconds per call.\n\n", TASK_END);
+	printf("| created | libthp med / min / max (ms)       | raw med / min / max (ms)          | ratio                 | advised |\n");
+	printf("|--------:|-----------------------------------|-----------------------------------|-----------------------|--------:|\n");
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		size_t n = counts[c];
+		double lib[REPS], raw[REPS], ratio[REPS];
+		uint64_t changed = 0;
+		struct stat3 l, r, q;
+
+		ensure_map_count((long)n + 5000);
+		for (int rep = -1; rep < REPS; rep++) {
+			double tl, tr;
+
+			if (rep & 1) {
+				tr = time_raw_huge(n);
+				tl = time_set_huge(n, &changed);
+			} else {
+				tl = time_set_huge(n, &changed);
+				tr = time_raw_huge(n);
+			}
+			if (rep >= 0) {
+				lib[rep] = tl;
+				raw[rep] = tr;
+				ratio[rep] = tl / tr;
+			}
+		}
+		l = stats(lib, REPS);
+		r = stats(raw, REPS);
+		q = stats(ratio, REPS);
+		printf("| %7zu | %9.3f / %9.3f / %9.3f | %9.3f / %9.3f / %9.3f | %5.2f (%5.2f..%5.2f) | %7llu |\n",
+		       n, l.med / 1e6, l.min / 1e6, l.max / 1e6, r.med / 1e6, r.min / 1e6,
+		       r.max / 1e6, q.med, q.min, q.max, (unsigned long long)changed);
+	}
+}
+
 int main(int argc, char **argv)
 {
-	bool want[4] = { argc < 2, argc < 2, argc < 2, argc < 2 };
-	static const char *const names[4] = { "apply", "all", "vma", "effect" };
+	bool want[5] = { argc < 2, argc < 2, argc < 2, argc < 2, argc < 2 };
+	static const char *const names[5] = { "apply", "all", "vma", "effect", "default" };
 	struct thp_probe_info info = { .sz = sizeof(info) };
 
 	for (int i = 1; i < argc; i++) {
 		bool found = false;
 
-		for (int k = 0; k < 4; k++)
+		for (int k = 0; k < 5; k++)
 			if (!strcmp(argv[i], names[k]))
 				want[k] = found = true;
 		if (!found) {
-			fprintf(stderr, "usage: %s [apply] [all] [vma] [effect]\n", argv[0]);
+			fprintf(stderr, "usage: %s [apply] [all] [vma] [effect] [default]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -788,6 +915,8 @@ int main(int argc, char **argv)
 		bench_vma();
 	if (want[3])
 		bench_effect();
+	if (want[4])
+		bench_default();
 	restore_map_count();
 	return 0;
 }
