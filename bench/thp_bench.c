@@ -75,6 +75,34 @@ static struct stat3 stats(const double *v, size_t n)
 	return r;
 }
 
+/* Two sides measured in the same repetitions, and their ratio a / b per repetition. */
+struct compare {
+	struct stat3 a, b, ratio;
+};
+
+static struct compare compare(const double *a, const double *b, size_t reps)
+{
+	double ratio[64];
+	struct compare c;
+
+	if (reps > 64)
+		reps = 64;
+	for (size_t i = 0; i < reps; i++)
+		ratio[i] = a[i] / b[i];
+	c.a = stats(a, reps);
+	c.b = stats(b, reps);
+	c.ratio = stats(ratio, reps);
+	return c;
+}
+
+/* A row's cells "a med / min / max | b med / min / max | ratio (min..max) |". */
+static void print_compare(const struct compare *c, double scale)
+{
+	printf(" %9.3f / %9.3f / %9.3f | %9.3f / %9.3f / %9.3f | %5.3f (%5.3f..%5.3f) |",
+	       c->a.med / scale, c->a.min / scale, c->a.max / scale, c->b.med / scale,
+	       c->b.min / scale, c->b.max / scale, c->ratio.med, c->ratio.min, c->ratio.max);
+}
+
 static void die(const char *what)
 {
 	perror(what);
@@ -244,18 +272,11 @@ static void unmap_ranges(size_t n, const struct iovec *iov)
 static void print_row(const char *label, size_t n, const char *unit_label,
 		      const double *lib, const double *raw, size_t reps, double scale)
 {
-	double ratio[64];
-	struct stat3 l, r, q;
+	struct compare c = compare(lib, raw, reps);
 
-	for (size_t i = 0; i < reps; i++)
-		ratio[i] = lib[i] / raw[i];
-	l = stats(lib, reps);
-	r = stats(raw, reps);
-	q = stats(ratio, reps);
-	printf("| %-16s | %6zu | %9.2f / %9.2f / %9.2f | %9.2f / %9.2f / %9.2f | %5.3f (%5.3f..%5.3f) |%s\n",
-	       label, n, l.med / scale, l.min / scale, l.max / scale,
-	       r.med / scale, r.min / scale, r.max / scale, q.med, q.min, q.max,
-	       unit_label);
+	printf("| %-16s | %6zu |", label, n);
+	print_compare(&c, scale);
+	printf("%s\n", unit_label);
 }
 
 static void bench_apply(void)
@@ -377,6 +398,24 @@ static size_t count_maps(void)
 
 #define TASK_END 0x7ffffffff000UL
 
+/*
+ * The kernel's lower bound for advising every mapping: one madvise() over
+ * the whole user address space (ENOMEM only says there were gaps).  ns.
+ */
+static double time_madvise_all(int advice)
+{
+	double t0, t1;
+	int ret, e;
+
+	t0 = now_ns();
+	ret = madvise(NULL, TASK_END, advice);
+	e = errno;
+	t1 = now_ns();
+	if (ret && e != ENOMEM)
+		die("madvise(0, TASK_END)");
+	return t1 - t0;
+}
+
 /* ------------------------------------------------------ 2: thp_apply_all */
 
 static void collapse_table(bool eligible);
@@ -392,11 +431,11 @@ static void bench_all(void)
 	printf("|--------:|-------:|-----------------------------------|-----------------------------------|-----------------------|-----------:|\n");
 	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
 		size_t n = counts[c];
-		double lib[REPS], raw[REPS], ratio[REPS];
+		double lib[REPS], raw[REPS];
 		int state = THP_ADVICE_NOHUGE;
 		size_t vmas;
 		const char *backend = "?";
-		struct stat3 l, r, q;
+		struct compare cmp;
 
 		ensure_map_count((long)n + 5000);
 		make_small_maps(n);
@@ -423,28 +462,18 @@ static void bench_all(void)
 					if (rep >= 0)
 						lib[rep] = t1 - t0;
 				} else {
-					int ret, e;
+					double t = time_madvise_all(advice);
 
-					t0 = now_ns();
-					ret = madvise(NULL, TASK_END, advice);
-					e = errno;
-					t1 = now_ns();
-					if (ret && e != ENOMEM)
-						die("madvise(0, TASK_END)");
 					if (rep >= 0)
-						raw[rep] = t1 - t0;
+						raw[rep] = t;
 				}
 				state = advice;
 			}
 		}
-		for (int i = 0; i < REPS; i++)
-			ratio[i] = lib[i] / raw[i];
-		l = stats(lib, REPS);
-		r = stats(raw, REPS);
-		q = stats(ratio, REPS);
-		printf("| %7zu | %6zu | %9.3f / %9.3f / %9.3f | %9.3f / %9.3f / %9.3f | %5.3f (%5.3f..%5.3f) | %10.0f |\n",
-		       n, vmas, l.med / 1e6, l.min / 1e6, l.max / 1e6, r.med / 1e6, r.min / 1e6,
-		       r.max / 1e6, q.med, q.min, q.max, l.med / (double)vmas);
+		cmp = compare(lib, raw, REPS);
+		printf("| %7zu | %6zu |", n, vmas);
+		print_compare(&cmp, 1e6);
+		printf(" %10.0f |\n", cmp.a.med / (double)vmas);
 		if (c + 1 == sizeof(counts) / sizeof(counts[0]))
 			printf("\n(thp_apply_all backend used: %s)\n", backend);
 		free_small_maps();
@@ -636,8 +665,8 @@ static void bench_vma(void)
 	printf("|--------:|-------:|-----------------------------------|-----------------------------------|-----------------------|--------|\n");
 	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
 		size_t n = counts[c], vq = 0, vt = 0;
-		double tq[REPS], tt[REPS], ratio[REPS];
-		struct stat3 a, b, q;
+		double tq[REPS], tt[REPS];
+		struct compare cmp;
 
 		ensure_map_count((long)n + 5000);
 		make_small_maps(n);
@@ -652,15 +681,12 @@ static void bench_vma(void)
 			if (rep >= 0) {
 				tq[rep] = t1 - t0;
 				tt[rep] = t2 - t1;
-				ratio[rep] = tq[rep] / tt[rep];
 			}
 		}
-		a = stats(tq, REPS);
-		b = stats(tt, REPS);
-		q = stats(ratio, REPS);
-		printf("| %7zu | %6zu | %9.3f / %9.3f / %9.3f | %9.3f / %9.3f / %9.3f | %5.3f (%5.3f..%5.3f) | %s |\n",
-		       n, vq, a.med / 1e6, a.min / 1e6, a.max / 1e6, b.med / 1e6, b.min / 1e6,
-		       b.max / 1e6, q.med, q.min, q.max, q.med < 1 ? "ioctl" : "text");
+		cmp = compare(tq, tt, REPS);
+		printf("| %7zu | %6zu |", n, vq);
+		print_compare(&cmp, 1e6);
+		printf(" %s |\n", cmp.ratio.med < 1 ? "ioctl" : "text");
 		if (vq + 1 < vt || vt + 1 < vq) /* text also lists [vsyscall] */
 			printf("(warning: ioctl saw %zu VMAs, text %zu)\n", vq, vt);
 		free_small_maps();
@@ -786,18 +812,12 @@ static double time_set_huge(size_t n, uint64_t *changed)
 /* The kernel's lower bound on @n fresh, unadvised mappings. */
 static double time_raw_huge(size_t n)
 {
-	double t0, t1;
-	int ret, e;
+	double t;
 
 	make_small_maps(n);
-	t0 = now_ns();
-	ret = madvise(NULL, TASK_END, MADV_HUGEPAGE);
-	e = errno;
-	t1 = now_ns();
-	if (ret && e != ENOMEM)
-		die("madvise(0, TASK_END)");
+	t = time_madvise_all(MADV_HUGEPAGE);
 	free_small_maps();
-	return t1 - t0;
+	return t;
 }
 
 static void bench_default(void)
@@ -808,12 +828,12 @@ static void bench_default(void)
 	printf("6a: thp_get_default(THP_SELF) vs raw prctl(PR_GET_THP_DISABLE), microseconds per call.\n"
 	       "libthp also looks at a fresh mapping's VmFlags (mm->def_flags, where the RFC defaults\n"
 	       "live), which the prctl does not show.\n\n");
-	printf("| created | libthp med / min / max (us)  | raw med / min / max (us)     | ratio                     |\n");
-	printf("|--------:|------------------------------|------------------------------|---------------------------|\n");
+	printf("| created | libthp med / min / max (us)       | raw med / min / max (us)          | ratio                 |\n");
+	printf("|--------:|-----------------------------------|-----------------------------------|-----------------------|\n");
 	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
 		size_t n = counts[c];
-		double lib[REPS], raw[REPS], ratio[REPS];
-		struct stat3 l, r, q;
+		double lib[REPS], raw[REPS];
+		struct compare cmp;
 
 		ensure_map_count((long)n + 5000);
 		make_small_maps(n);
@@ -835,15 +855,12 @@ static void bench_default(void)
 			if (rep >= 0) {
 				lib[rep] = t1 - t0;
 				raw[rep] = t2 - t1;
-				ratio[rep] = lib[rep] / raw[rep];
 			}
 		}
-		l = stats(lib, REPS);
-		r = stats(raw, REPS);
-		q = stats(ratio, REPS);
-		printf("| %7zu | %8.1f / %8.1f / %8.1f | %8.2f / %8.2f / %8.2f | %7.1f (%7.1f..%7.1f) |\n",
-		       n, l.med / 1e3, l.min / 1e3, l.max / 1e3, r.med / 1e3, r.min / 1e3,
-		       r.max / 1e3, q.med, q.min, q.max);
+		cmp = compare(lib, raw, REPS);
+		printf("| %7zu |", n);
+		print_compare(&cmp, 1e3);
+		printf("\n");
 		free_small_maps();
 	}
 
@@ -854,9 +871,9 @@ static void bench_default(void)
 	printf("|--------:|-----------------------------------|-----------------------------------|-----------------------|--------:|\n");
 	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
 		size_t n = counts[c];
-		double lib[REPS], raw[REPS], ratio[REPS];
+		double lib[REPS], raw[REPS];
 		uint64_t changed = 0;
-		struct stat3 l, r, q;
+		struct compare cmp;
 
 		ensure_map_count((long)n + 5000);
 		for (int rep = -1; rep < REPS; rep++) {
@@ -872,15 +889,12 @@ static void bench_default(void)
 			if (rep >= 0) {
 				lib[rep] = tl;
 				raw[rep] = tr;
-				ratio[rep] = tl / tr;
 			}
 		}
-		l = stats(lib, REPS);
-		r = stats(raw, REPS);
-		q = stats(ratio, REPS);
-		printf("| %7zu | %9.3f / %9.3f / %9.3f | %9.3f / %9.3f / %9.3f | %5.2f (%5.2f..%5.2f) | %7llu |\n",
-		       n, l.med / 1e6, l.min / 1e6, l.max / 1e6, r.med / 1e6, r.min / 1e6,
-		       r.max / 1e6, q.med, q.min, q.max, (unsigned long long)changed);
+		cmp = compare(lib, raw, REPS);
+		printf("| %7zu |", n);
+		print_compare(&cmp, 1e6);
+		printf(" %7llu |\n", (unsigned long long)changed);
 	}
 }
 
