@@ -135,6 +135,20 @@ static void sentinel_check(void)
 		fail("sentinel mapping not found in smaps");
 }
 
+
+/*
+ * Descriptor 0 is THP_SELF to libthp: started with stdin closed, the
+ * helpers would get 0 and stand for this process.  Keep them above 2.
+ */
+static int above_std_fds(int fd)
+{
+	int moved = fd < 0 || fd > 2 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+	if (moved != fd)
+		close(fd);
+	return moved;
+}
+
 static void setup(void)
 {
 	size_t total = AREA_SIZE + 2 * GUARD + 2 * MIB;
@@ -171,9 +185,9 @@ static void setup(void)
 	sentinel_map();
 	sentinel_check();
 
-	self_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
-	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (self_pidfd <= 0 || null_fd <= 0)
+	self_pidfd = above_std_fds((int)syscall(SYS_pidfd_open, getpid(), 0));
+	null_fd = above_std_fds(open("/dev/null", O_RDONLY | O_CLOEXEC));
+	if (self_pidfd < 0 || null_fd < 0)
 		fail("cannot open helper descriptors");
 }
 
