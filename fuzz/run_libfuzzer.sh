@@ -13,5 +13,6 @@ trap 'rm -rf "$scratch"' EXIT
 
 exec_dir=$(dirname "$fuzzer")
 cd "$exec_dir"
-"$fuzzer" -runs="$runs" -seed=1 -timeout=20 -rss_limit_mb=4096 \
+# libFuzzer exits 77 on a crash by default, which meson reads as a skip.
+"$fuzzer" -runs="$runs" -seed=1 -timeout=20 -rss_limit_mb=4096 -error_exitcode=1 \
 	-print_final_stats=1 "$scratch" "$seeds"
