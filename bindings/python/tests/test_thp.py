@@ -158,6 +158,14 @@ class Errors(unittest.TestCase):
             thp.apply_ranges([(self.good, PAGE)], 4)
         self.assertEqual(cm.exception.errno, errno.EINVAL)
 
+    def test_pidfd_object_on_descriptor_0(self):
+        class OnZero:
+            def fileno(self):
+                return 0
+        with self.assertRaises(ValueError):
+            thp.apply_ranges([(self.good, PAGE)], thp.HUGE, pidfd=OnZero())
+        self.assertNotIn("hg", vmflags(self.good))
+
     def test_bad_buffer(self):
         with self.assertRaises(TypeError):
             thp.apply_ranges([b"read-only"], thp.HUGE)

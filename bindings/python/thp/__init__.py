@@ -376,10 +376,18 @@ def _check(ret, func, reports=None):
 
 
 def _pidfd(pidfd):
+    """None or SELF (0): this process; an int or an object with fileno():
+    a pidfd."""
     if pidfd is None:
         return SELF
     if hasattr(pidfd, "fileno"):
-        return pidfd.fileno()
+        fd = pidfd.fileno()
+        # libthp reads 0 as THP_SELF: a pidfd object on descriptor 0 would
+        # silently stand for this process.
+        if fd == SELF:
+            raise ValueError("this pidfd is descriptor 0, which libthp reads "
+                             "as THP_SELF; dup() it to another descriptor")
+        return fd
     return int(pidfd)
 
 
