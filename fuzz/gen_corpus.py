@@ -81,3 +81,27 @@ maps = [
 ]
 for i, m in enumerate(maps):
     write('parsers', 'line%02d' % i, m)
+
+# Whole smaps texts, well-formed and not, for the line and smaps readers.
+SMAPS_ENTRY = (
+    b'7f0000000000-7f0000400000 rw-p 00000000 00:00 0 \n'
+    b'Size:               4096 kB\n'
+    b'Rss:                2048 kB\n'
+    b'AnonHugePages:      2048 kB\n'
+    b'THPeligible:    1\n'
+    b'VmFlags: rd wr mr mw me ac sd hg \n'
+)
+smaps = [
+    SMAPS_ENTRY,
+    SMAPS_ENTRY + SMAPS_ENTRY.replace(b'7f0000000000-7f0000400000', b'7f0000400000-7f0000600000')
+                             .replace(b' hg ', b' nh '),
+    # No header first, fields without values, a name with spaces.
+    b'Rss: 4 kB\nVmFlags:\n00400000-00401000 r-xp 00000000 08:02 1   /opt/my prog (deleted)\n'
+    b'AnonHugePages:\nTHPeligible:\nVmFlags: h\n',
+    # Overflowing numbers, no final newline.
+    b'1000-2000 rw-p 0 0:0 0\nAnonHugePages: 99999999999999999999999 kB\nRss: -1 kB\nVmFlags: hg nh',
+    # A line longer than the reader's 8 KiB buffer, then a good entry.
+    b'1000-2000 rw-p 0 0:0 0 /' + b'x' * 9000 + b'\n' + SMAPS_ENTRY,
+]
+for i, m in enumerate(smaps):
+    write('parsers', 'smaps%02d' % i, m)

@@ -16,7 +16,7 @@
 #include "fuzz.h"
 
 #define MAX_INPUTS 256
-#define MAX_LEN 4096
+#define MAX_LEN 16384 /* above the line reader's 8 KiB buffer */
 
 static uint64_t rng_state;
 

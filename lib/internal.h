@@ -137,6 +137,8 @@ struct line_reader {
 	char buf[8192];
 };
 
+/* Read @fd from its start (the fuzz target feeds text through a memfd). */
+void line_reader_init(struct line_reader *lr, int fd);
 /*
  * Open /proc/self/@file or /proc/PID/@file of @t for line_reader_next().
  * 0 or -errno (the detail set; a remote target's missing file is -ESRCH).
@@ -162,6 +164,8 @@ struct smaps_reader {
 
 /* 0 or -errno as line_reader_open_proc(). */
 int smaps_open(struct smaps_reader *sr, const struct thp_target *t);
+/* Read smaps text from @fd instead (the fuzz target). */
+void smaps_reader_init(struct smaps_reader *sr, int fd);
 /* 1 and the next mapping in @m, 0 at the end, or -errno. */
 int smaps_next(struct smaps_reader *sr, struct thp_mapping_state *m);
 void smaps_close(struct smaps_reader *sr);

@@ -56,6 +56,12 @@ static void parse_vmflags(const char *line, size_t len, struct thp_mapping_state
 	}
 }
 
+void smaps_reader_init(struct smaps_reader *sr, int fd)
+{
+	line_reader_init(&sr->lr, fd);
+	sr->have = false;
+}
+
 int smaps_open(struct smaps_reader *sr, const struct thp_target *t)
 {
 	sr->have = false;

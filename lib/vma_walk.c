@@ -50,6 +50,14 @@ int maps_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end
 	return 0;
 }
 
+void line_reader_init(struct line_reader *lr, int fd)
+{
+	lr->fd = fd;
+	lr->len = lr->pos = 0;
+	lr->off = 0;
+	lr->eof = false;
+}
+
 int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
 			  const char *file)
 {
@@ -59,10 +67,7 @@ int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
 		snprintf(path, sizeof(path), "/proc/self/%s", file);
 	else
 		snprintf(path, sizeof(path), "/proc/%d/%s", (int)t->pid, file);
-	lr->len = lr->pos = 0;
-	lr->off = 0;
-	lr->eof = false;
-	lr->fd = sys_open(path, O_RDONLY);
+	line_reader_init(lr, sys_open(path, O_RDONLY));
 	if (lr->fd >= 0)
 		return 0;
 	report_set_detail("cannot open %s: %s", path, strerror(-lr->fd));
