@@ -43,14 +43,16 @@ static bool rfc_prctl_numbers(const struct thp_default_opts *o, int *set, int *g
 
 /*
  * VmFlags of a fresh anonymous mapping: shows mm->def_flags.  The mapping
- * goes as low as it may (vm.mmap_min_addr is 64 KiB by default), where it is
- * the first entry of smaps and thp_query() stops right after it; elsewhere
- * the kernel would format every mapping before it (about 45 ms for 20,000).
- * Only a free place is taken.
+ * goes below the libraries and the mmap() area (1 GiB: under a PIE
+ * executable, above a non-PIE one's usual heap), where smaps lists it among
+ * its first entries and thp_query() stops right after it; placed by the
+ * kernel it would come after most mappings, each formatted first (about
+ * 45 ms for 20,000).  Only a free place is taken, and none near NULL, where
+ * a concurrent stray pointer must still fault.
  */
 static int fresh_mapping_advice(bool *huge, bool *nohuge)
 {
-	static const uintptr_t low[] = { 0x10000, 0x100000, 0x1000000 };
+	static const uintptr_t low[] = { 0x40000000, 0x10000000, 0x1000000 };
 	struct thp_mapping_state st;
 	struct thp_query_opts q;
 	size_t len = caps_get()->page_size;

@@ -890,7 +890,7 @@ static int count_maps(void)
  */
 START_TEST(get_self_probe_mapping)
 {
-	static const uintptr_t low[] = { 0x10000, 0x100000, 0x1000000 };
+	static const uintptr_t low[] = { 0x40000000, 0x10000000, 0x1000000 };
 	char *mine[3];
 	int before, taken = 0;
 
