@@ -32,6 +32,13 @@ static bool parse_header(const char *line, uint64_t *start, uint64_t *end,
 	return true;
 }
 
+/* An smaps line that starts a mapping ("start-end perms ..."), not a field. */
+static bool is_header(const char *line, uint64_t *start, uint64_t *end, char perms[8])
+{
+	return parse_header(line, start, end, perms) && strchr(line, ':') != NULL &&
+	       strchr(line, '-') < strchr(line, ' ');
+}
+
 static bool has_flag(const char *vmflags, const char *flag)
 {
 	const char *p = vmflags;
@@ -68,8 +75,7 @@ int smaps_lookup(pid_t pid, uint64_t addr, struct smaps_info *out)
 		char perms[8];
 		unsigned long long v;
 
-		if (parse_header(line, &s, &e, perms) && strchr(line, ':') != NULL &&
-		    strchr(line, '-') < strchr(line, ' ')) {
+		if (is_header(line, &s, &e, perms)) {
 			if (in)
 				break; /* past the one we wanted */
 			if (addr >= s && addr < e) {
@@ -102,6 +108,34 @@ int smaps_lookup(pid_t pid, uint64_t addr, struct smaps_info *out)
 	}
 	fclose(f);
 	return 0;
+}
+
+void smaps_count(pid_t pid, uint64_t lo, uint64_t hi, bool vsyscall, struct vma_counts *c)
+{
+	char path[64], line[4096];
+	bool in = false;
+	FILE *f;
+
+	memset(c, 0, sizeof(*c));
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/smaps");
+	f = fopen(path, "re");
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		uint64_t s, e;
+		char perms[8];
+
+		if (is_header(line, &s, &e, perms)) {
+			in = s >= lo && e <= hi && (vsyscall || !strstr(line, "[vsyscall]"));
+			c->vmas += in;
+		} else if (in && !strncmp(line, "VmFlags:", 8)) {
+			c->hg += has_flag(line + 8, "hg");
+			c->nh += has_flag(line + 8, "nh");
+		}
+	}
+	fclose(f);
 }
 
 static void must_lookup(pid_t pid, uint64_t addr, struct smaps_info *si)

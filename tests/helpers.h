@@ -34,6 +34,18 @@ struct smaps_info {
  */
 int smaps_lookup(pid_t pid, uint64_t addr, struct smaps_info *out);
 
+/* Mappings counted by smaps_count(), and those with VmFlags hg / nh. */
+struct vma_counts {
+	int vmas, hg, nh;
+};
+
+/*
+ * Count the mappings of /proc/PID/smaps (pid 0: self) that lie wholly
+ * inside [lo, hi), in one read; [vsyscall] (not a VMA of the mm) only with
+ * @vsyscall.  Aborts the test when smaps is unreadable.
+ */
+void smaps_count(pid_t pid, uint64_t lo, uint64_t hi, bool vsyscall, struct vma_counts *c);
+
 /* Convenience wrappers; abort the test (ck_abort) when smaps is unreadable. */
 bool vma_hg(pid_t pid, uint64_t addr);
 bool vma_nh(pid_t pid, uint64_t addr);

@@ -806,29 +806,6 @@ START_TEST(failed_require_persistent_keeps_policy)
 }
 END_TEST
 
-/* VMAs inside [lo, hi) of this process with VmFlags hg and nh (own parse). */
-static void count_advised(uintptr_t lo, uintptr_t hi, int *vmas, int *hg, int *nh)
-{
-	FILE *f = fopen("/proc/self/smaps", "re");
-	char line[512];
-	bool inside = false;
-
-	ck_assert_ptr_nonnull(f);
-	*vmas = *hg = *nh = 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long s, e;
-
-		if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-			inside = s >= lo && e <= hi;
-			*vmas += inside;
-		} else if (inside && !strncmp(line, "VmFlags:", 8)) {
-			*hg += strstr(line, " hg") != NULL;
-			*nh += strstr(line, " nh") != NULL;
-		}
-	}
-	fclose(f);
-}
-
 /*
  * HUGE on existing mappings: every unadvised one among thousands is advised
  * (one pass over smaps that advises as it goes must not lose any when
@@ -842,45 +819,34 @@ START_TEST(huge_advises_every_existing_mapping)
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *nohuge = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 			    -1, 0);
+	const uint64_t lo = (uintptr_t)region, hi = lo + (uint64_t)pages * ps;
 	struct thp_default_opts set;
-	int vmas, hg, nh, r;
+	struct vma_counts c;
+	int r;
 
 	ck_assert(region != MAP_FAILED && nohuge != MAP_FAILED);
 	/* Every other page read-only: one VMA per page, none can merge. */
 	for (int i = 1; i < pages; i += 2)
 		ck_assert_int_eq(mprotect(region + (size_t)i * ps, ps, PROT_READ), 0);
 	must_madvise(nohuge, 4 * MiB, MADV_NOHUGEPAGE);
-	count_advised((uintptr_t)region, (uintptr_t)region + (size_t)pages * ps, &vmas, &hg, &nh);
-	ck_assert_int_eq(vmas, pages);
-	ck_assert_int_eq(hg + nh, 0);
+	smaps_count(0, lo, hi, true, &c);
+	ck_assert_int_eq(c.vmas, pages);
+	ck_assert_int_eq(c.hg + c.nh, 0);
 
 	r = set_policy(THP_POLICY_HUGE, 0, &set);
-	count_advised((uintptr_t)region, (uintptr_t)region + (size_t)pages * ps, &vmas, &hg, &nh);
+	smaps_count(0, lo, hi, true, &c);
 	ck_assert_int_eq(reset_system(), 0);
 
 	ck_assert_int_eq(r, 0);
-	ck_assert_int_eq(vmas, pages);
-	ck_assert_msg(hg == pages, "%d of %d existing mappings advised huge", hg, pages);
-	ck_assert_int_eq(nh, 0);
+	ck_assert_int_eq(c.vmas, pages);
+	ck_assert_msg(c.hg == pages, "%d of %d existing mappings advised huge", c.hg, pages);
+	ck_assert_int_eq(c.nh, 0);
 	ck_assert_uint_ge(set.mappings_changed, (uint64_t)pages);
 	ck_assert(vma_nh(0, (uintptr_t)nohuge) && !vma_hg(0, (uintptr_t)nohuge));
 	munmap(region, (size_t)pages * ps);
 	munmap(nohuge, 4 * MiB);
 }
 END_TEST
-
-/* Mappings of this process: lines of /proc/self/maps. */
-static int count_maps(void)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	int n = 0, c;
-
-	ck_assert_ptr_nonnull(f);
-	while ((c = fgetc(f)) != EOF)
-		n += c == '\n';
-	fclose(f);
-	return n;
-}
 
 /*
  * thp_get_default() on self looks at a fresh mapping, placed low so that
@@ -891,8 +857,9 @@ static int count_maps(void)
 START_TEST(get_self_probe_mapping)
 {
 	static const uintptr_t low[] = { 0x40000000, 0x10000000, 0x1000000 };
+	struct vma_counts before, after;
 	char *mine[3];
-	int before, taken = 0;
+	int taken = 0;
 
 	ck_assert_int_eq(get_policy(THP_SELF, NULL), THP_POLICY_SYSTEM);
 	{
@@ -914,9 +881,10 @@ START_TEST(get_self_probe_mapping)
 		taken++;
 	}
 	ck_assert_msg(taken > 0, "could not map any of the low addresses");
-	before = count_maps();
+	smaps_count(0, 0, UINT64_MAX, true, &before);
 	ck_assert_int_eq(get_policy(THP_SELF, NULL), THP_POLICY_SYSTEM);
-	ck_assert_int_eq(count_maps(), before);
+	smaps_count(0, 0, UINT64_MAX, true, &after);
+	ck_assert_int_eq(after.vmas, before.vmas);
 	for (int i = 0; i < 3; i++) {
 		if (!mine[i])
 			continue;

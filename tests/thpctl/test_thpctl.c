@@ -158,54 +158,6 @@ static void assert_target_unchanged(const struct target *t)
 	ck_assert_uint_eq(si.anon_huge, 0);
 }
 
-/* Lines of /proc/PID/maps, optionally without [vsyscall] (not a VMA of the mm). */
-static int count_maps_ex(pid_t pid, bool vsyscall)
-{
-	char path[64], line[4096];
-	FILE *f;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f))
-		if (strchr(line, '\n') && (vsyscall || !strstr(line, "[vsyscall]")))
-			n++;
-	fclose(f);
-	return n;
-}
-
-/* Mappings whose VmFlags in /proc/PID/smaps include @flag ("hg", "nh"). */
-static int count_vmflag(pid_t pid, const char *flag)
-{
-	char path[64], line[4096], want[8];
-	FILE *f;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
-	snprintf(want, sizeof(want), " %s", flag);
-	f = fopen(path, "re");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f)) {
-		char *p;
-
-		if (strncmp(line, "VmFlags:", 8))
-			continue;
-		for (p = line + 8; (p = strstr(p, want)) != NULL; p += 3)
-			if (p[3] == ' ' || p[3] == '\n' || p[3] == '\0') {
-				n++;
-				break;
-			}
-	}
-	fclose(f);
-	return n;
-}
-
-static int count_maps(pid_t pid)
-{
-	return count_maps_ex(pid, true);
-}
-
 static char *fmt(char *buf, size_t len, const char *f, ...) __attribute__((format(printf, 3, 4)));
 static char *fmt(char *buf, size_t len, const char *f, ...)
 {
@@ -386,6 +338,7 @@ END_TEST
 
 START_TEST(status_remote_text)
 {
+	struct vma_counts c;
 	struct target t;
 	struct run r;
 	char pid[16], want[128], *line;
@@ -417,10 +370,11 @@ START_TEST(status_remote_text)
 	ck_assert_int_eq(sscanf(line, "\ntotals: mappings=%llu advised_huge=%llu "
 				"advised_nohuge=%llu eligible=%llu anon_huge_kb=%llu rss_kb=%llu",
 				&tm, &th, &tn, &te, &tah, &trss), 6);
-	ck_assert_uint_eq(tm, (unsigned long long)count_maps(t.pid));
+	smaps_count(t.pid, 0, UINT64_MAX, true, &c);
+	ck_assert_uint_eq(tm, (unsigned long long)c.vmas);
 	/* Sanitizer builds of the target add nohuge mappings of their own. */
-	ck_assert_uint_eq(th, (unsigned long long)count_vmflag(t.pid, "hg"));
-	ck_assert_uint_eq(tn, (unsigned long long)count_vmflag(t.pid, "nh"));
+	ck_assert_uint_eq(th, (unsigned long long)c.hg);
+	ck_assert_uint_eq(tn, (unsigned long long)c.nh);
 	ck_assert_uint_ge(tn, 1);
 	ck_assert_uint_eq(tah, 0);
 	ck_assert_uint_ge(trss, 12 * 1024);
@@ -440,6 +394,7 @@ END_TEST
 
 START_TEST(status_remote_json)
 {
+	struct vma_counts c;
 	struct target t;
 	struct run r;
 	char pid[16], checks[4096];
@@ -448,6 +403,7 @@ START_TEST(status_remote_json)
 	FMT(pid, "%d", (int)t.pid);
 	thpctl(&r, "status", "-p", pid, "--json", NULL);
 	assert_exit(&r, 0);
+	smaps_count(t.pid, 0, UINT64_MAX, true, &c);
 	FMT(checks,
 	    "assert d['command'] == 'status' and d['pid'] == %d and d['self'] is False\n"
 	    "df = d['default']\n"
@@ -472,9 +428,9 @@ START_TEST(status_remote_json)
 	    "assert t['thp_eligible'] == sum(x['thp_eligible'] for x in m)\n"
 	    "assert t['anon_huge_bytes'] == sum(x['anon_huge_bytes'] for x in m)\n"
 	    "assert t['rss_bytes'] == sum(x['rss_bytes'] for x in m)\n",
-	    (int)t.pid, count_maps(t.pid), (unsigned long long)t.region,
+	    (int)t.pid, c.vmas, (unsigned long long)t.region,
 	    (unsigned long long)(t.region + 8 * MiB), (unsigned long long)t.nohuge,
-	    (unsigned long long)t.memfd, count_vmflag(t.pid, "hg"), count_vmflag(t.pid, "nh"));
+	    (unsigned long long)t.memfd, c.hg, c.nh);
 	json_check(r.out, checks);
 	assert_target_unchanged(&t);
 	target_stop(&t);
@@ -646,6 +602,7 @@ END_TEST
 
 START_TEST(apply_all_remote)
 {
+	struct vma_counts c;
 	struct target t;
 	struct run r;
 	char pid[16], checks[512];
@@ -660,6 +617,7 @@ START_TEST(apply_all_remote)
 	thpctl(&r, "apply", "-p", pid, "--advice", "collapse", "--all", "--skip-errors",
 	       "--json", NULL);
 	ck_assert_msg(r.status == 0 || r.status == 3, "status %d: %s", r.status, r.err);
+	smaps_count(t.pid, 0, UINT64_MAX, false, &c);
 	json_check(r.out, FMT(checks,
 		   "assert d['mode'] == 'all' and d['error'] is None\n"
 		   "assert d['mappings_seen'] == %d, d['mappings_seen']\n"
@@ -668,7 +626,7 @@ START_TEST(apply_all_remote)
 		   "assert d['exit_status'] == (3 if d['failures'] else 0)\n"
 		   "assert all(f['error'] > 0 for f in d['failures'])\n"
 		   "assert d['bytes_advised'] >= 8 << 20\n",
-		   count_maps_ex(t.pid, false)));
+		   c.vmas));
 	ck_assert_uint_eq(vma_anon_huge(t.pid, t.region), 8 * MiB);
 	ck_assert_uint_eq(vma_anon_huge(t.pid, t.nohuge), 0);
 	target_stop(&t);
