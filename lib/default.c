@@ -111,7 +111,7 @@ static int advise_existing(int advice, uint64_t *changed)
 		if (sys_madvise(st.start, st.end - st.start, advice) == 0)
 			(*changed)++;
 	}
-	smaps_close(&sr);
+	line_reader_close(&sr.lr);
 	target_close(&self);
 	return r;
 }
@@ -372,23 +372,23 @@ static int preload_object_cb(struct dl_phdr_info *info, size_t size, void *arg)
  */
 static int preload_mapped(const struct thp_target *t)
 {
-	struct thp_vma_walk w;
+	struct line_reader lr;
 	const char *line;
 	size_t len;
 	int r;
 
 	if (t->self)
 		return dl_iterate_phdr(preload_object_cb, NULL) ? 1 : 0;
-	r = vma_walk_open(&w, t, true);
+	r = line_reader_open_proc(&lr, t, "maps");
 	if (r)
 		return r;
-	while ((r = vma_walk_next_line(&w, &line, &len)) == 1) {
+	while ((r = line_reader_next(&lr, &line, &len)) == 1) {
 		if (len > 10 && !memcmp(line + len - 10, " (deleted)", 10))
 			len -= 10;
 		if (is_preload_path(line, len))
 			break;
 	}
-	vma_walk_close(&w);
+	line_reader_close(&lr);
 	return r;
 }
 
@@ -397,7 +397,7 @@ static int check_preload(struct thp_default_opts *o, const struct thp_target *t)
 {
 	int r = preload_mapped(t);
 
-	/* Not being able to look (no /proc) is no error of the caller's. */
+	/* Another process's unreadable maps are no error of the caller's. */
 	if (r < 0)
 		report_clear_detail();
 	if (r <= 0)
@@ -405,7 +405,6 @@ static int check_preload(struct thp_default_opts *o, const struct thp_target *t)
 	o->policy = THP_POLICY_HUGE;
 	o->backend_used = THP_BACKEND_PRELOAD;
 	o->persistent = true;
-	report_clear_detail();
 	return 1;
 }
 
@@ -470,8 +469,7 @@ THP_API int thp_get_default(struct thp_default_opts *o)
 	r = c->thp_disable ? sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) : 0;
 	/*
 	 * The preload's HUGE unless THP is disabled completely; checked before
-	 * the fresh mapping, which the preload advises too.  Without /proc it
-	 * cannot be seen: go on as before.
+	 * the fresh mapping, which the preload advises too.
 	 */
 	if (!(r > 0 && !(r & PR_THP_DISABLE_EXCEPT_ADVISED)) && check_preload(o, &t) > 0)
 		goto out;

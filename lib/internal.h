@@ -150,6 +150,8 @@ int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
  * 1, 0 at the end, or -errno.  A line longer than the buffer is dropped.
  */
 int line_reader_next(struct line_reader *lr, const char **line, size_t *len);
+/* Close the file (a reader that failed to open holds none). */
+void line_reader_close(struct line_reader *lr);
 
 /*
  * /proc/PID/smaps one mapping at a time, in address order (query.c).  The
@@ -168,7 +170,6 @@ int smaps_open(struct smaps_reader *sr, const struct thp_target *t);
 void smaps_reader_init(struct smaps_reader *sr, int fd);
 /* 1 and the next mapping in @m, 0 at the end, or -errno. */
 int smaps_next(struct smaps_reader *sr, struct thp_mapping_state *m);
-void smaps_close(struct smaps_reader *sr);
 
 struct thp_vma_walk {
 	struct line_reader text; /* /proc/PID/maps; its fd also takes PROCMAP_QUERY */
@@ -188,8 +189,6 @@ int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t, bool full)
  * moves forward: @addr must not decrease between calls.
  */
 int vma_walk_next(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v);
-/* The raw maps text instead (a walk opened with @full): line_reader_next(). */
-int vma_walk_next_line(struct thp_vma_walk *w, const char **line, size_t *len);
 void vma_walk_close(struct thp_vma_walk *w);
 /* Parse one /proc/PID/maps line's range.  0 or -EINVAL. */
 int maps_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end);

@@ -112,11 +112,6 @@ int smaps_next(struct smaps_reader *sr, struct thp_mapping_state *m)
 	}
 }
 
-void smaps_close(struct smaps_reader *sr)
-{
-	sys_close(sr->lr.fd);
-}
-
 THP_API int thp_query(struct thp_query_opts *opts)
 {
 	struct smaps_reader sr;
@@ -158,7 +153,7 @@ THP_API int thp_query(struct thp_query_opts *opts)
 	}
 	if (err > 0)
 		err = 0;
-	smaps_close(&sr);
+	line_reader_close(&sr.lr);
 	if (!err) {
 		err = target_alive(&t);
 		if (!err)

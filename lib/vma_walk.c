@@ -115,11 +115,16 @@ int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t, bool full)
 	return 0;
 }
 
+void line_reader_close(struct line_reader *lr)
+{
+	if (lr->fd >= 0)
+		sys_close(lr->fd);
+	lr->fd = -1;
+}
+
 void vma_walk_close(struct thp_vma_walk *w)
 {
-	if (w->text.fd >= 0)
-		sys_close(w->text.fd);
-	w->text.fd = -1;
+	line_reader_close(&w->text);
 }
 
 static int walk_query(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
@@ -141,18 +146,13 @@ static int walk_query(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
 	return 1;
 }
 
-int vma_walk_next_line(struct thp_vma_walk *w, const char **line, size_t *len)
-{
-	return line_reader_next(&w->text, line, len);
-}
-
 static int walk_text(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
 {
 	const char *line = NULL;
 	size_t len = 0;
 	int r;
 
-	while ((r = vma_walk_next_line(w, &line, &len)) == 1) {
+	while ((r = line_reader_next(&w->text, &line, &len)) == 1) {
 		uint64_t s, e;
 
 		if (maps_parse_line(line, len, &s, &e))

@@ -197,25 +197,25 @@ static void advise_line(const char *line, const char *end, unsigned int *advised
 }
 
 /*
- * Advise the anonymous private mappings that exist before main().  The
- * walk reads /proc/self/maps with a fixed buffer: no allocation this early,
- * and no probe (a text walk of our own process needs none).
+ * Advise the anonymous private mappings that exist before main(), from
+ * /proc/self/maps read with a fixed buffer: no allocation this early, and
+ * no probe.
  */
 static void advise_existing(void)
 {
 	struct thp_target self = { .self = true, .pidfd = -1 };
-	struct thp_vma_walk w;
+	struct line_reader lr;
 	unsigned int advised = 0;
 	const char *line;
 	size_t len;
 
-	if (vma_walk_open(&w, &self, true)) {
+	if (line_reader_open_proc(&lr, &self, "maps")) {
 		dbg("cannot open /proc/self/maps: existing mappings not advised\n");
 		return;
 	}
-	while (vma_walk_next_line(&w, &line, &len) == 1)
+	while (line_reader_next(&lr, &line, &len) == 1)
 		advise_line(line, line + len, &advised);
-	vma_walk_close(&w);
+	line_reader_close(&lr);
 	dbg("advised %u existing anonymous mappings\n", advised);
 }
 

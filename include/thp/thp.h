@@ -249,8 +249,9 @@ THP_API int thp_set_default(struct thp_default_opts *opts);
  * For another process the kernel shows only whether THP is disabled
  * completely (NEVER); "system" and "nohuge" look the same from outside, so
  * that case fails with -EOPNOTSUPP rather than guess.
- * A process that has libthp-preload.so mapped (started by
- * `thpctl run --policy huge`; found in /proc/PID/maps, self or pidfd)
+ * A process that has libthp-preload.so loaded (started by
+ * `thpctl run --policy huge`; the dynamic loader's list tells for the
+ * calling process, /proc/PID/maps for another one)
  * reports THP_POLICY_HUGE, backend_used THP_BACKEND_PRELOAD and
  * persistent = true, since the preload is inherited through the
  * environment; unless THP is disabled completely, where NEVER wins.
