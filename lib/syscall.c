@@ -88,27 +88,29 @@ long sys_pread(int fd, void *buf, size_t len, off_t off)
 	return r;
 }
 
+/*
+ * The system calls themselves, not libc's mmap()/munmap(): under
+ * libthp-preload.so those are interposed and would advise the page that
+ * thp_get_default() looks at.
+ */
 void *sys_mmap_anon(void *at, size_t len, int prot)
 {
-	int saved = errno;
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0);
-	void *p = mmap(at, len, prot, flags, -1, 0);
+	long p = SYSRET(syscall(SYS_mmap, at, len, prot, flags, -1, 0L));
 
-	errno = saved;
-	if (p == MAP_FAILED)
+	if (p < 0) /* -errno; user addresses are positive */
 		return NULL;
 	/* Before 4.17 the flag is unknown and @at only a hint. */
-	if (at && p != at) {
-		munmap(p, len);
-		errno = saved;
+	if (at && (void *)p != at) {
+		sys_munmap((void *)p, len);
 		return NULL;
 	}
-	return p;
+	return (void *)p;
 }
 
 int sys_munmap(void *addr, size_t len)
 {
-	return (int)SYSRET(munmap(addr, len));
+	return (int)SYSRET(syscall(SYS_munmap, addr, len));
 }
 
 long sys_read_file(const char *path, char *buf, size_t len)
