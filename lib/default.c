@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <link.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,41 +139,79 @@ static int pmadv_set_default(int advice)
 	return r < 0 ? (int)r : 0;
 }
 
+/* Exit codes of the probe children below. */
+enum { PROBE_YES = 0, PROBE_NO = 1, PROBE_UNKNOWN = 2 };
+
+/* The probe child's answer: 1, 0, or -errno when it could not tell. */
+static int probe_child_answer(pid_t pid)
+{
+	int st = pid < 0 ? pid : sys_wait_exit(pid);
+
+	if (st < 0)
+		return st;
+	return st == PROBE_YES ? 1 : st == PROBE_NO ? 0 : -EIO;
+}
+
 /*
  * Does a new mm get @advice on fresh mappings?  fork() and exec() both
  * build theirs in mm_init(), which keeps only mm->def_flags &
  * VM_INIT_DEF_MASK: VM_NOHUGEPAGE alone in the posted RFC (its huge default
  * is lost), both flags in a kernel that keeps the cover letter's promise.
- * So a forked child's fresh mapping tells what an exec would keep.
+ * So a forked child's fresh mapping tells what an exec would keep.  For a
+ * caller whose own fresh mappings get @advice.
  */
-static bool new_mm_keeps_advice(int advice)
+static int new_mm_keeps_advice(int advice)
 {
 	pid_t pid = sys_fork_raw();
 
 	if (pid == 0) {
 		bool huge = false, nohuge = false;
-		bool kept = fresh_mapping_advice(&huge, &nohuge) == 0 &&
-			    (advice == MADV_HUGEPAGE ? huge : nohuge);
 
-		sys_exit_group(kept ? 0 : 1);
+		if (fresh_mapping_advice(&huge, &nohuge))
+			sys_exit_group(PROBE_UNKNOWN);
+		sys_exit_group((advice == MADV_HUGEPAGE ? huge : nohuge) ? PROBE_YES : PROBE_NO);
 	}
-	return pid > 0 && sys_wait_exit(pid) == 0;
+	return probe_child_answer(pid);
 }
 
 /*
- * Would a PMADV default persist?  A child sets it in its copy of the mm and
- * asks new_mm_keeps_advice(), so the caller is untouched when it would not.
+ * The same for a caller that does not have the default yet: a child sets it
+ * with PMADV in its copy of the mm first, so the caller stays untouched.
  */
-static bool pmadv_default_persists(int advice)
+static int pmadv_default_persists(int advice)
 {
 	pid_t pid = sys_fork_raw();
 
 	if (pid == 0) {
-		bool persists = pmadv_set_default(advice) == 0 && new_mm_keeps_advice(advice);
+		int keeps = pmadv_set_default(advice) ? -1 : new_mm_keeps_advice(advice);
 
-		sys_exit_group(persists ? 0 : 1);
+		sys_exit_group(keeps < 0 ? PROBE_UNKNOWN : keeps ? PROBE_YES : PROBE_NO);
 	}
-	return pid > 0 && sys_wait_exit(pid) == 0;
+	return probe_child_answer(pid);
+}
+
+/*
+ * Whether a new mm keeps each advice depends on the kernel alone: learnt
+ * once per process, on first need (it costs one or two child processes),
+ * and kept in this probe cache.  A probe that could not tell (no fork, the
+ * caller reaps children itself) answers "no" and is asked again next time.
+ */
+static _Atomic signed char new_mm_keeps_cache[2]; /* 0 unknown, 1 keeps, -1 not */
+
+static bool default_persists(int advice, bool caller_has_it)
+{
+	_Atomic signed char *slot = &new_mm_keeps_cache[advice == MADV_HUGEPAGE];
+	signed char v = atomic_load_explicit(slot, memory_order_relaxed);
+
+	if (v == 0) {
+		int r = caller_has_it ? new_mm_keeps_advice(advice) : pmadv_default_persists(advice);
+
+		if (r < 0)
+			return false;
+		v = r ? 1 : -1;
+		atomic_store_explicit(slot, v, memory_order_relaxed);
+	}
+	return v > 0;
 }
 
 static int set_by_pmadv(struct thp_default_opts *o, int advice, bool want_persistent)
@@ -184,7 +223,7 @@ static int set_by_pmadv(struct thp_default_opts *o, int advice, bool want_persis
 
 	if (!c->pmadv_set_default || !c->pmadv_entire)
 		return -EOPNOTSUPP;
-	persists = pmadv_default_persists(advice);
+	persists = default_persists(advice, false);
 	if (want_persistent && !persists) {
 		report_set_detail("PMADV_SET_FORK_EXEC_DEFAULT keeps this default only in the "
 				  "calling process, not across fork() and exec()");
@@ -494,7 +533,7 @@ THP_API int thp_get_default(struct thp_default_opts *o)
 	if (huge || nohuge) {
 		o->policy = huge ? THP_POLICY_HUGE : THP_POLICY_NOHUGE;
 		o->backend_used = THP_BACKEND_PMADV;
-		o->persistent = new_mm_keeps_advice(huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+		o->persistent = default_persists(huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE, true);
 		goto out;
 	}
 	o->policy = THP_POLICY_SYSTEM;
