@@ -93,6 +93,12 @@ static int report_buffer(const struct buffer *b, unsigned int depth, uint64_t *h
 			thp_strerror(n ? n : -ENOENT), thp_strerror_detail());
 		return -1;
 	}
+	/* A partial list would understate the totals below. */
+	if (q.states_needed > q.states_cap) {
+		fprintf(stderr, "tlb_workload: %s buffer spans %zu mappings, more than %zu\n",
+			b->kind, q.states_needed, q.states_cap);
+		return -1;
+	}
 	for (int i = 0; i < n; i++) {
 		huge += st[i].anon_huge_bytes;
 		hg = hg && st[i].advised_huge;
