@@ -132,7 +132,7 @@ START_TEST(emfile_first_call)
 }
 END_TEST
 
-static void noproc_child(int wfd, char *map, char *map2)
+static void noproc_child(int wfd, int go_fd, char *map, char *map2)
 {
 	struct results res;
 
@@ -172,7 +172,7 @@ out:
 	{
 		char c;
 
-		if (read(wfd + 100, &c, 1) < 0)
+		if (read(go_fd, &c, 1) < 0)
 			_exit(4);
 	}
 	_exit(0);
@@ -193,10 +193,7 @@ START_TEST(proc_not_mounted)
 	if (pid == 0) {
 		close(res_pipe[0]);
 		close(go_pipe[1]);
-		/* noproc_child reads "go" from wfd + 100. */
-		if (dup2(go_pipe[0], res_pipe[1] + 100) < 0)
-			_exit(5);
-		noproc_child(res_pipe[1], map, map2);
+		noproc_child(res_pipe[1], go_pipe[0], map, map2);
 	}
 	close(res_pipe[1]);
 	close(go_pipe[0]);
@@ -207,8 +204,8 @@ START_TEST(proc_not_mounted)
 		ck_assert(vma_nh(pid, (uintptr_t)map2));
 	}
 	close(go_pipe[1]);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
+	status = wait_status(pid);
+	ck_assert_msg(status == 0, "child exit status %d", status);
 	ck_assert_msg(res.setup == 0, "cannot unmount /proc in a private namespace: %s",
 		      strerror(res.setup));
 	ck_assert_msg(res.apply_all == -ENOENT, "thp_apply_all without /proc returned %d (%s)",

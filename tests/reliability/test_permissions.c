@@ -90,8 +90,8 @@ START_TEST(unprivileged_child_cannot_advise_root_parent)
 	}
 	close(fds[1]);
 	ck_assert_int_eq(read(fds[0], &res, sizeof(res)), (ssize_t)sizeof(res));
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	status = wait_status(pid);
+	ck_assert_msg(status == 0, "child exit status %d", status);
 	ck_assert_msg(res.setup == 0, "child setup failed: %s", strerror(res.setup));
 
 	if (expect_process_madvise()) {
