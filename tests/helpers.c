@@ -145,6 +145,16 @@ static void must_lookup(pid_t pid, uint64_t addr, struct smaps_info *si)
 	ck_assert_msg(ret == 0, "cannot read smaps of pid %d: %s", (int)pid, strerror(-ret));
 }
 
+void assert_vma_unadvised(pid_t pid, uint64_t addr, const char *what)
+{
+	struct smaps_info si;
+
+	must_lookup(pid, addr, &si);
+	ck_assert_msg(si.found, "%s: 0x%llx unmapped", what, (unsigned long long)addr);
+	ck_assert_msg(!si.hg && !si.nh, "%s: VmFlags at 0x%llx changed:%s", what,
+		      (unsigned long long)addr, si.vmflags);
+}
+
 bool vma_hg(pid_t pid, uint64_t addr)
 {
 	struct smaps_info si;

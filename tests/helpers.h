@@ -51,6 +51,8 @@ bool vma_hg(pid_t pid, uint64_t addr);
 bool vma_nh(pid_t pid, uint64_t addr);
 bool vma_mapped(pid_t pid, uint64_t addr);
 uint64_t vma_anon_huge(pid_t pid, uint64_t addr);
+/* The mapping at @addr exists and has neither hg nor nh (one smaps read). */
+void assert_vma_unadvised(pid_t pid, uint64_t addr, const char *what);
 /* Sum of AnonHugePages of every mapping overlapping [addr, addr+len). */
 uint64_t range_anon_huge(pid_t pid, uint64_t addr, uint64_t len);
 

@@ -82,8 +82,7 @@ START_TEST(huge_self_forced_backends)
 			 * advised, backend_used is not set, nothing changed.
 			 */
 			check_all_refused(&o, "apply_all, forced process_madvise");
-			ck_assert_msg(!vma_nh(0, U(m)) && !vma_hg(0, U(m)),
-				      "refused apply_all changed the test mapping");
+			assert_vma_unadvised(0, U(m), "refused apply_all, test mapping");
 			{
 				int local;
 

@@ -50,16 +50,6 @@ static void check_report(const struct thp_report *r, uint64_t addr, uint64_t len
 		      "%s: reserved words not zero", what);
 }
 
-static void assert_clean(uint64_t addr, const char *what)
-{
-	struct smaps_info si;
-
-	ck_assert_int_eq(smaps_lookup(0, addr, &si), 0);
-	ck_assert_msg(si.found, "%s: 0x%llx unmapped", what, (unsigned long long)addr);
-	ck_assert_msg(!si.hg && !si.nh, "%s: VmFlags at 0x%llx changed:%s", what,
-		      (unsigned long long)addr, si.vmflags);
-}
-
 /* 10 MiB mapping; the range is [base+2M, base+8M); sentinels on both sides. */
 START_TEST(huge_then_nohuge)
 {
@@ -86,8 +76,8 @@ START_TEST(huge_then_nohuge)
 	ck_assert_msg(si.start == r.addr && si.end == r.addr + r.len,
 		      "hg VMA is [0x%llx,0x%llx), expected exactly the range",
 		      (unsigned long long)si.start, (unsigned long long)si.end);
-	assert_clean(U(base), "sentinel below");
-	assert_clean(U(base + 8 * MiB), "sentinel above");
+	assert_vma_unadvised(0, U(base), "sentinel below");
+	assert_vma_unadvised(0, U(base + 8 * MiB), "sentinel above");
 	ck_assert_int_eq(si.thp_eligible, 1);
 
 	touch_range(base, 10 * MiB);
@@ -104,8 +94,8 @@ START_TEST(huge_then_nohuge)
 	ck_assert_int_eq(smaps_lookup(0, r.addr, &si), 0);
 	ck_assert_msg(si.nh && !si.hg, "range not nh:%s", si.vmflags);
 	ck_assert_int_eq(si.thp_eligible, 0);
-	assert_clean(U(base), "sentinel below");
-	assert_clean(U(base + 8 * MiB), "sentinel above");
+	assert_vma_unadvised(0, U(base), "sentinel below");
+	assert_vma_unadvised(0, U(base + 8 * MiB), "sentinel above");
 	munmap(base, 10 * MiB);
 }
 END_TEST
@@ -128,9 +118,9 @@ START_TEST(forced_backends)
 			check_ranges_refused(&r, 1, &o, "forced process_madvise, HUGE");
 			o.advice = THP_ADVICE_NOHUGE;
 			check_ranges_refused(&r, 1, &o, "forced process_madvise, NOHUGE");
-			assert_clean(r.addr, "forced process_madvise: the range");
-			assert_clean(U(base), "forced process_madvise: below");
-			assert_clean(U(base + 4 * MiB), "forced process_madvise: above");
+			assert_vma_unadvised(0, r.addr, "forced process_madvise: the range");
+			assert_vma_unadvised(0, U(base), "forced process_madvise: below");
+			assert_vma_unadvised(0, U(base + 4 * MiB), "forced process_madvise: above");
 			munmap(base, 6 * MiB);
 			continue;
 		}
@@ -140,8 +130,8 @@ START_TEST(forced_backends)
 		ck_assert_uint_eq(o.backend_used, be[i]);
 		check_report(&rep, r.addr, r.len, 2 * MiB, 0, 0, 0, 1, be[i], "forced");
 		ck_assert(vma_hg(0, r.addr));
-		assert_clean(U(base), "forced: below");
-		assert_clean(U(base + 4 * MiB), "forced: above");
+		assert_vma_unadvised(0, U(base), "forced: below");
+		assert_vma_unadvised(0, U(base + 4 * MiB), "forced: above");
 		munmap(base, 6 * MiB);
 	}
 }
@@ -163,7 +153,7 @@ START_TEST(forced_pmadv_unavailable)
 	ret = thp_apply_ranges(&r, 1, &o);
 	ck_assert_int_eq(ret, -EOPNOTSUPP);
 	ck_assert_int_eq(errno, EOPNOTSUPP);
-	assert_clean(U(base), "forced pmadv");
+	assert_vma_unadvised(0, U(base), "forced pmadv");
 	munmap(base, 4 * MiB);
 }
 END_TEST
@@ -191,10 +181,10 @@ static void make_hole_layout(struct hole_layout *l)
 
 static void check_hole_sentinels(const struct hole_layout *l)
 {
-	assert_clean(U(l->base), "below R0");
-	assert_clean(U(l->base + 8 * MiB), "above R0");
-	assert_clean(U(l->second), "below R1");
-	assert_clean(U(l->second + 4 * MiB), "above R1");
+	assert_vma_unadvised(0, U(l->base), "below R0");
+	assert_vma_unadvised(0, U(l->base + 8 * MiB), "above R0");
+	assert_vma_unadvised(0, U(l->second), "below R1");
+	assert_vma_unadvised(0, U(l->second + 4 * MiB), "above R1");
 	ck_assert_msg(!vma_mapped(0, U(l->base + 4 * MiB)), "the hole got mapped");
 }
 
@@ -288,8 +278,8 @@ START_TEST(fully_unmapped_range)
 	ck_assert_int_eq(ret, -ENOMEM);
 	check_report(&rep, r.addr, r.len, 0, 2 * MiB, r.addr, ENOMEM, 1, o.backend_used,
 		     "unmapped");
-	assert_clean(U(base), "below");
-	assert_clean(U(base + 4 * MiB), "above");
+	assert_vma_unadvised(0, U(base), "below");
+	assert_vma_unadvised(0, U(base + 4 * MiB), "above");
 }
 END_TEST
 
@@ -318,8 +308,8 @@ START_TEST(spanning_protections)
 		ck_assert_msg(si.found && si.hg, "piece at +%lluM (%s) not hg:%s",
 			      (unsigned long long)pieces[i], si.perms, si.vmflags);
 	}
-	assert_clean(U(base), "below");
-	assert_clean(U(base + 10 * MiB), "above");
+	assert_vma_unadvised(0, U(base), "below");
+	assert_vma_unadvised(0, U(base + 10 * MiB), "above");
 	munmap(base, 12 * MiB);
 }
 END_TEST
@@ -361,7 +351,7 @@ static void check_collapse_sentinels(const struct collapse_layout *l)
 		      "collapse above R1");
 	ck_assert_msg(vma_anon_huge(0, U(l->base + 4 * MiB)) == 0, "nh mapping collapsed");
 	ck_assert_msg(vma_nh(0, U(l->base + 4 * MiB)), "nh mapping lost nh");
-	assert_clean(U(l->base), "collapse: below");
+	assert_vma_unadvised(0, U(l->base), "collapse: below");
 }
 
 START_TEST(collapse_fail_default)
@@ -483,7 +473,7 @@ static void big_range(uint32_t backend)
 			      "refused 5 GiB request changed the mapping: [0x%llx,0x%llx)%s",
 			      (unsigned long long)si.start, (unsigned long long)si.end,
 			      si.vmflags);
-		assert_clean(r[1].addr, "refused: second range");
+		assert_vma_unadvised(0, r[1].addr, "refused: second range");
 		munmap(base, mib * MiB);
 		munmap(second, 4 * MiB);
 		return;
@@ -501,8 +491,8 @@ static void big_range(uint32_t backend)
 		      "[0x%llx,0x%llx)", (unsigned long long)si.start,
 		      (unsigned long long)si.end, (unsigned long long)r[0].addr,
 		      (unsigned long long)(r[0].addr + 5 * GiB));
-	assert_clean(U(base), "below 5 GiB");
-	assert_clean(U(base + 2 * MiB + 5 * GiB), "above 5 GiB");
+	assert_vma_unadvised(0, U(base), "below 5 GiB");
+	assert_vma_unadvised(0, U(base + 2 * MiB + 5 * GiB), "above 5 GiB");
 
 	/* Two ranges, the first one > 2 GiB: both done, NOHUGE everywhere. */
 	o.advice = THP_ADVICE_NOHUGE;
@@ -517,7 +507,7 @@ static void big_range(uint32_t backend)
 	ck_assert_msg(si.nh && !si.hg && si.start == r[0].addr &&
 		      si.end == r[0].addr + 5 * GiB, "5 GiB range not nh as one VMA");
 	ck_assert(vma_nh(0, r[1].addr));
-	assert_clean(U(second), "below second");
+	assert_vma_unadvised(0, U(second), "below second");
 
 	/*
 	 * A hole 3 GiB in, past the first kernel call's 2 GiB: the report
@@ -574,7 +564,7 @@ START_TEST(len_rounding)
 	check_report(&rep, r.addr, 2 * MiB, 2 * MiB, 0, 0, 0, 1, o.backend_used, "rounded");
 	ck_assert_int_eq(smaps_lookup(0, r.addr, &si), 0);
 	ck_assert(si.hg && si.end == r.addr + 2 * MiB);
-	assert_clean(U(base + 4 * MiB), "above rounded");
+	assert_vma_unadvised(0, U(base + 4 * MiB), "above rounded");
 	/* len 0 is a no-op success. */
 	r.len = 0;
 	r.addr = U(base);
@@ -582,7 +572,7 @@ START_TEST(len_rounding)
 	ck_assert_int_eq(thp_apply_ranges(&r, 1, &o), 1);
 	ck_assert_uint_eq(rep.bytes_advised, 0);
 	ck_assert_int_eq(rep.error, 0);
-	assert_clean(U(base), "len 0");
+	assert_vma_unadvised(0, U(base), "len 0");
 	munmap(base, 6 * MiB);
 }
 END_TEST

@@ -842,7 +842,12 @@ START_TEST(huge_advises_every_existing_mapping)
 	ck_assert_msg(c.hg == pages, "%d of %d existing mappings advised huge", c.hg, pages);
 	ck_assert_int_eq(c.nh, 0);
 	ck_assert_uint_ge(set.mappings_changed, (uint64_t)pages);
-	ck_assert(vma_nh(0, (uintptr_t)nohuge) && !vma_hg(0, (uintptr_t)nohuge));
+	{
+		struct smaps_info si;
+
+		ck_assert_int_eq(smaps_lookup(0, (uintptr_t)nohuge, &si), 0);
+		ck_assert_msg(si.found && si.nh && !si.hg, "NOHUGE mapping VmFlags:%s", si.vmflags);
+	}
 	munmap(region, (size_t)pages * ps);
 	munmap(nohuge, 4 * MiB);
 }

@@ -121,7 +121,7 @@ START_TEST(unprivileged_child_cannot_advise_root_parent)
 		      thp_strerror(res.query));
 	/* Nothing changed in the parent. */
 	ck_assert_uint_eq(vma_anon_huge(0, (uintptr_t)map), 0);
-	ck_assert(!vma_hg(0, (uintptr_t)map) && !vma_nh(0, (uintptr_t)map));
+	assert_vma_unadvised(0, (uintptr_t)map, "root parent's map");
 	fprintf(stderr, "kernel refusal seen: apply_ranges %d, apply_all %d, query %d\n",
 		res.apply, res.apply_all, res.query);
 }

@@ -156,7 +156,7 @@ START_TEST(apply_while_child_exits)
 		      "advice for the children reached the parent (%d children, %lu ok, %lu ESRCH)",
 		      children, ok, esrch);
 	ck_assert_uint_eq(range_anon_huge(0, (uintptr_t)child_map, 2 * MiB), 0);
-	ck_assert(!vma_hg(0, (uintptr_t)bystander) && !vma_nh(0, (uintptr_t)bystander));
+	assert_vma_unadvised(0, (uintptr_t)bystander, "parent's bystander");
 }
 END_TEST
 
