@@ -177,12 +177,17 @@ static bool is_our_preload(const char *entry, size_t len)
 	       (len == n || entry[len - n - 1] == '/');
 }
 
-static bool is_tunable(const char *entry, size_t len, bool any_value)
+/* glibc.malloc.hugetlb with any value. */
+static bool is_hugetlb_tunable(const char *entry, size_t len)
 {
 	size_t n = sizeof(TUNABLE_NAME) - 1;
 
-	if (any_value)
-		return len > n && !memcmp(entry, TUNABLE_NAME, n) && entry[n] == '=';
+	return len > n && !memcmp(entry, TUNABLE_NAME, n) && entry[n] == '=';
+}
+
+/* Exactly the one thpctl adds. */
+static bool is_our_tunable(const char *entry, size_t len)
+{
 	return len == sizeof(TUNABLE_OURS) - 1 && !memcmp(entry, TUNABLE_OURS, len);
 }
 
@@ -192,8 +197,8 @@ static bool is_tunable(const char *entry, size_t len, bool any_value)
  * @first in front and @last at the end (either may be NULL), unset it when
  * nothing is left.  0, or -1 on allocation failure.
  */
-static int edit_list(const char *var, const char *seps, bool (*drop)(const char *, size_t, bool),
-		     bool drop_arg, const char *first, const char *last)
+static int edit_list(const char *var, const char *seps, bool (*drop)(const char *, size_t),
+		     const char *first, const char *last)
 {
 	const char *old = getenv(var), *p;
 	size_t cap = (old ? strlen(old) : 0) + (first ? strlen(first) : 0) +
@@ -210,7 +215,7 @@ static int edit_list(const char *var, const char *seps, bool (*drop)(const char 
 	for (p = old; p && *p;) {
 		size_t n = strcspn(p, seps);
 
-		if (n && !drop(p, n, drop_arg))
+		if (n && !drop(p, n))
 			len += (size_t)snprintf(out + len, cap - len, "%s%.*s", len ? ":" : "",
 						(int)n, p);
 		p += n;
@@ -224,17 +229,12 @@ static int edit_list(const char *var, const char *seps, bool (*drop)(const char 
 	return r;
 }
 
-static bool drop_preload(const char *e, size_t n, bool unused)
-{
-	(void)unused;
-	return is_our_preload(e, n);
-}
-
 /* Environment of CMD: the preload and our tunable in (@preload) or out (NULL). */
 static int set_env(const char *preload)
 {
-	if (edit_list("LD_PRELOAD", " :", drop_preload, false, preload, NULL) ||
-	    edit_list("GLIBC_TUNABLES", ":", is_tunable, preload != NULL, NULL,
+	/* With the preload, ours replaces any hugetlb value; without, only ours goes. */
+	if (edit_list("LD_PRELOAD", " :", is_our_preload, preload, NULL) ||
+	    edit_list("GLIBC_TUNABLES", ":", preload ? is_hugetlb_tunable : is_our_tunable, NULL,
 		      preload ? TUNABLE_OURS : NULL)) {
 		thpctl_error("run: cannot update the environment: %s", strerror(errno));
 		return -1;
@@ -260,12 +260,6 @@ int thpctl_cmd_run(int argc, char **argv)
 		 /* thpctl is about to exec: advising its own mappings is waste. */
 		 .flags = THP_DEFAULT_F_NO_EXISTING |
 			  (a.require_persistent ? THP_DEFAULT_F_REQUIRE_PERSISTENT : 0));
-	/* Find the preload first: a failure must leave nothing half done. */
-	if (a.policy == THP_POLICY_HUGE && !a.require_persistent) {
-		preload = find_preload();
-		if (!preload)
-			return THPCTL_EXIT_RUN_FAILED;
-	}
 	err = thp_set_default(&d);
 	if (err < 0) {
 		const char *detail = thp_strerror_detail();
@@ -281,13 +275,17 @@ int thpctl_cmd_run(int argc, char **argv)
 			thpctl_error("run: cannot set policy %s: %s%s%s",
 				     thp_policy_name((unsigned int)a.policy), thp_strerror(err),
 				     *detail ? ": " : "", detail);
-		free(preload);
 		return THPCTL_EXIT_RUN_FAILED;
 	}
-	/* The kernel kept it (RFC kernels): no preload needed. */
-	if (d.persistent) {
-		free(preload);
-		preload = NULL;
+	/*
+	 * Unless the kernel keeps HUGE itself (RFC kernels), the preload must.
+	 * Looked for only now: a failure ends thpctl, whose own default is all
+	 * that thp_set_default() changed.
+	 */
+	if (a.policy == THP_POLICY_HUGE && !d.persistent) {
+		preload = find_preload();
+		if (!preload)
+			return THPCTL_EXIT_RUN_FAILED;
 	}
 	err = set_env(preload);
 	free(preload);
