@@ -372,10 +372,8 @@ int thpctl_cmd_apply(int argc, char **argv)
 	}
 	if (status != THPCTL_EXIT_OK)
 		goto out;
-	q.self = q.pid == 0 || q.pid == getpid();
-	if (q.self)
-		q.pid = getpid();
-	else if ((pidfd = thpctl_open_pidfd(q.pid)) < 0) {
+	pidfd = thpctl_open_target(&q.pid, &q.self);
+	if (pidfd < 0) {
 		status = THPCTL_EXIT_FAILURE;
 		goto out;
 	}
@@ -396,7 +394,6 @@ int thpctl_cmd_apply(int argc, char **argv)
 out:
 	free(res.reports);
 	free(q.ranges);
-	if (pidfd != THP_SELF)
-		close(pidfd);
+	thpctl_close_target(pidfd);
 	return status;
 }

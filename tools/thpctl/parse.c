@@ -180,3 +180,19 @@ int thpctl_open_pidfd(pid_t pid)
 	}
 	return fd;
 }
+
+int thpctl_open_target(pid_t *pid, bool *self)
+{
+	*self = *pid == 0 || *pid == getpid();
+	if (*self) {
+		*pid = getpid();
+		return THP_SELF;
+	}
+	return thpctl_open_pidfd(*pid);
+}
+
+void thpctl_close_target(int pidfd)
+{
+	if (pidfd > THP_SELF)
+		close(pidfd);
+}

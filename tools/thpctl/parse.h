@@ -38,4 +38,13 @@ int thpctl_parse_pid(const char *s, pid_t *out, const char **why);
  */
 int thpctl_open_pidfd(pid_t pid);
 
+/*
+ * The target of "-p PID": for 0 or thpctl's own pid, *@self is set, *@pid
+ * becomes getpid() and THP_SELF is returned; else a pidfd as from
+ * thpctl_open_pidfd(), or -1 (message printed).
+ */
+int thpctl_open_target(pid_t *pid, bool *self);
+/* Close what thpctl_open_target() opened (nothing for THP_SELF or -1). */
+void thpctl_close_target(int pidfd);
+
 #endif

@@ -305,13 +305,10 @@ int thpctl_cmd_status(int argc, char **argv)
 		return thpctl_usage_error("status", "unexpected argument '%s'", argv[optind]);
 
 	memset(&d, 0, sizeof(d));
-	d.self = o.pid == 0 || o.pid == getpid();
-	d.pid = d.self ? getpid() : o.pid;
-	if (!d.self) {
-		pidfd = thpctl_open_pidfd(o.pid);
-		if (pidfd < 0)
-			return THPCTL_EXIT_FAILURE;
-	}
+	d.pid = o.pid;
+	pidfd = thpctl_open_target(&d.pid, &d.self);
+	if (pidfd < 0)
+		return THPCTL_EXIT_FAILURE;
 	if (gather(pidfd, &d) != 0)
 		goto out;
 	if (o.json) {
@@ -323,7 +320,6 @@ int thpctl_cmd_status(int argc, char **argv)
 	status = thpctl_finish_output(status);
 out:
 	free(d.maps);
-	if (pidfd != THP_SELF)
-		close(pidfd);
+	thpctl_close_target(pidfd);
 	return status;
 }
