@@ -1,60 +1,20 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Tests of the libthp Python binding on real memory of this process."""
 
-import ctypes
 import errno
-import mmap
-import os
 import unittest
 
 import thp
-
-PMD = 2 << 20
-PAGE = mmap.PAGESIZE
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.mmap.restype = ctypes.c_void_p
-_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
-                       ctypes.c_int, ctypes.c_int, ctypes.c_long]
-_libc.munmap.restype = ctypes.c_int
-_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-_MAP_FAILED = ctypes.c_void_p(-1).value
-
-
-def raw_mmap(length):
-    addr = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE,
-                      mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
-    if addr in (None, _MAP_FAILED):
-        e = ctypes.get_errno()
-        raise OSError(e, os.strerror(e))
-    return addr
-
-
-def vmflags(addr):
-    """VmFlags of the /proc/self/smaps mapping that contains addr."""
-    inside = False
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            head = line.split(None, 1)[0]
-            if "-" in head and not head.endswith(":"):
-                start, end = (int(x, 16) for x in head.split("-"))
-                inside = start <= addr < end
-            elif inside and line.startswith("VmFlags:"):
-                return line.split()[1:]
-    return None
+from smaps_util import (PAGE, PMD, buffer_address, private_map, raw_mmap,
+                        raw_munmap, vmflags)
 
 
 class HugeRegion(unittest.TestCase):
     """apply_ranges() on a 2 MiB-aligned slice of an 8 MiB mmap.mmap."""
 
     def setUp(self):
-        # MAP_PRIVATE: mmap.mmap(-1, n) defaults to MAP_SHARED, which is
-        # shmem and follows shmem_enabled rather than anonymous THP rules.
-        self.map = mmap.mmap(-1, 8 << 20,
-                             flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-        c = ctypes.c_char.from_buffer(self.map)
-        self.base = ctypes.addressof(c)
-        del c
+        self.map = private_map(8 << 20)
+        self.base = buffer_address(self.map)
         self.aligned = (self.base + PMD - 1) & ~(PMD - 1)
         self.off = self.aligned - self.base
 
@@ -115,12 +75,12 @@ class Errors(unittest.TestCase):
         # could be placed in the hole.
         self.good = raw_mmap(PAGE)
         self.hole = self.addr + PAGE
-        self.assertEqual(_libc.munmap(self.hole, PAGE), 0)
+        self.assertEqual(raw_munmap(self.hole, PAGE), 0)
 
     def tearDown(self):
-        _libc.munmap(self.addr, PAGE)
-        _libc.munmap(self.addr + 2 * PAGE, 2 * PAGE)
-        _libc.munmap(self.good, PAGE)
+        raw_munmap(self.addr, PAGE)
+        raw_munmap(self.addr + 2 * PAGE, 2 * PAGE)
+        raw_munmap(self.good, PAGE)
 
     def test_hole_enomem(self):
         with self.assertRaises(thp.ThpError) as cm:
