@@ -16,12 +16,17 @@ _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
 _libc.munmap.restype = ctypes.c_int
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 _MAP_FAILED = ctypes.c_void_p(-1).value
+_MAP_FIXED = 0x10  # <sys/mman.h>; the mmap module does not export it
 
 
-def raw_mmap(length):
-    """An anonymous private mapping that no Python object owns."""
-    addr = _libc.mmap(None, length, mmap.PROT_READ | mmap.PROT_WRITE,
-                      mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+def raw_mmap(length, fixed_addr=None):
+    """An anonymous private mapping that no Python object owns; at
+    fixed_addr (replacing what is there: a fresh VMA, no hg/nh) if given."""
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+    if fixed_addr is not None:
+        flags |= _MAP_FIXED
+    addr = _libc.mmap(fixed_addr, length, mmap.PROT_READ | mmap.PROT_WRITE,
+                      flags, -1, 0)
     if addr in (None, _MAP_FAILED):
         e = ctypes.get_errno()
         raise OSError(e, os.strerror(e))

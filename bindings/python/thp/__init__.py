@@ -4,15 +4,25 @@
 The library is loaded from the path in the ``THP_LIBRARY`` environment
 variable when set, otherwise from ``ctypes.util.find_library('thp')`` and
 finally ``libthp.so.0``.  Every failing call raises :class:`ThpError`.
+
+Arguments are checked before anything reaches libthp (ctypes itself would
+silently truncate an integer to its C type): a non-integer or a bool where
+an integer is meant raises TypeError, a negative value where the API takes
+none raises ValueError, a value too large for the argument's C type (or,
+for strerror(), too small) raises OverflowError.  Values that fit but that
+libthp does not accept (advice 4, an unaligned address) raise ThpError from
+the library, as in C.  Buffer objects given as ranges stay alive and
+exported (cannot be closed or resized) until the C call has returned.
 """
 
 import ctypes
 import ctypes.util
 import enum
-import errno as _errno
+import mmap
+import operator
 import os
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Iterable, List, Optional, Protocol, Tuple, Union
 
 __all__ = [
     "Advice", "Policy", "Backend", "SysfsMode",
@@ -22,6 +32,7 @@ __all__ = [
     "ProbeInfo", "MappingState",
     "apply_ranges", "apply_all", "set_default", "get_default", "probe",
     "query", "version", "backend_name", "policy_name", "strerror",
+    "RangeLike", "PidfdLike", "SupportsFileno",
 ]
 
 
@@ -278,7 +289,7 @@ class Report:
                    error=r.error, backend=_enum_or_int(Backend, r.backend),
                    attempted=bool(r.attempted), line=_s(buf.value))
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.line or repr(self)
 
 
@@ -352,14 +363,15 @@ class ThpError(OSError):
     (or per-failed-mapping) reports when the call produces them.
     """
 
-    def __init__(self, err, func="", detail="", reports=None):
+    def __init__(self, err: int, func: str = "", detail: str = "",
+                 reports: Optional[List[Report]] = None) -> None:
         err = abs(err)
         super().__init__(err, _s(_thp_strerror(-err)))
         self.func = func
         self.detail = detail
         self.reports = reports if reports is not None else []
 
-    def __str__(self):
+    def __str__(self) -> str:
         s = "[Errno %d] %s" % (self.errno, self.strerror)
         if self.func:
             s = "%s: %s" % (self.func, s)
@@ -375,94 +387,215 @@ def _check(ret, func, reports=None):
     return ret
 
 
+# ------------------------------------------------------- argument checks
+
+def _c_limits(ctype):
+    bits = 8 * ctypes.sizeof(ctype)
+    if ctype(-1).value < 0:
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
+
+
+# By C spelling: ctypes.c_uint64 and c_size_t are the same class on LP64,
+# so the class cannot name the type in a message.
+_C_LIMITS = {
+    "int": _c_limits(ctypes.c_int),
+    "unsigned int": _c_limits(ctypes.c_uint),
+    "uint32_t": _c_limits(ctypes.c_uint32),
+    "uint64_t": _c_limits(ctypes.c_uint64),
+    "size_t": _c_limits(ctypes.c_size_t),
+}
+
+
+def _index(name, value):
+    """value as an int; bools are refused (pidfd=True would be stdout)."""
+    if isinstance(value, bool):
+        raise TypeError("%s must be an integer, not bool" % name)
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError("%s must be an integer, not %s"
+                        % (name, type(value).__name__)) from None
+
+
+def _fits(name, value, ctype):
+    lo, hi = _C_LIMITS[ctype]
+    if not lo <= value <= hi:
+        raise OverflowError("%s %d does not fit the C type %s (%d..%d)"
+                            % (name, value, ctype, lo, hi))
+    return value
+
+
+def _nonneg(name, value, ctype):
+    """A non-negative integer argument passed to libthp as @ctype."""
+    v = _index(name, value)
+    if v < 0:
+        raise ValueError("%s must not be negative, got %d" % (name, v))
+    return _fits(name, v, ctype)
+
+
+def _signed(name, value, ctype):
+    """A signed integer argument passed to libthp as @ctype."""
+    return _fits(name, _index(name, value), ctype)
+
+
+def _option(name, value):
+    """A boolean option: True/False, or the integers 0 and 1."""
+    if isinstance(value, bool):
+        return value
+    v = _index(name, value)
+    if v not in (0, 1):
+        raise ValueError("%s must be True or False, got %d" % (name, v))
+    return bool(v)
+
+
+def _flags(**options):
+    """THP_F_* / THP_DEFAULT_F_* bits from {bit: (name, value)}."""
+    flags = 0
+    for name, (bit, value) in options.items():
+        if _option(name, value):
+            flags |= bit
+    return flags
+
+
 def _pidfd(pidfd):
     """None or SELF (0): this process; an int or an object with fileno():
-    a pidfd."""
+    a pidfd.  Call it after every other conversion: user code run later
+    (a ranges generator) could close the descriptor."""
     if pidfd is None:
         return SELF
-    if hasattr(pidfd, "fileno"):
-        fd = pidfd.fileno()
+    if not isinstance(pidfd, int) and hasattr(pidfd, "fileno"):
+        fd = _nonneg("pidfd.fileno()", pidfd.fileno(), "int")
         # libthp reads 0 as THP_SELF: a pidfd object on descriptor 0 would
         # silently stand for this process.
         if fd == SELF:
             raise ValueError("this pidfd is descriptor 0, which libthp reads "
                              "as THP_SELF; dup() it to another descriptor")
         return fd
-    return int(pidfd)
+    return _nonneg("pidfd", pidfd, "int")
 
 
 def _backend(backend):
-    return Backend.AUTO if backend is None else int(backend)
+    if backend is None:
+        return Backend.AUTO
+    return _nonneg("backend", backend, "uint32_t")
+
+
+class _Exports:
+    """Buffer exports held until the C call returns.
+
+    While one of these memoryviews is unreleased, its object is kept alive
+    and cannot be closed (mmap) or resized (bytearray), so the address
+    handed to libthp stays mapped: a generator of temporary mmaps would
+    otherwise free each one before the call.  (A memoryview the caller
+    passed may be released meanwhile: ours shares its export.)"""
+
+    def __init__(self):
+        self._views = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        while self._views:
+            self._views.pop().release()
+
+    def range_of(self, item):
+        """(address, length) of a range: a tuple or a writable buffer."""
+        if isinstance(item, tuple):
+            if len(item) != 2:
+                raise TypeError("a range tuple is (address, length), got %d "
+                                "items" % len(item))
+            return (_nonneg("range address", item[0], "uint64_t"),
+                    _nonneg("range length", item[1], "uint64_t"))
+        try:
+            view = memoryview(item)
+        except TypeError:
+            raise TypeError("range must be an (address, length) tuple or a "
+                            "buffer object, not %r"
+                            % type(item).__name__) from None
+        self._views.append(view)
+        length = view.nbytes
+        if length == 0:
+            return 0, 0
+        if view.readonly:
+            raise TypeError("read-only buffers are not supported; pass "
+                            "(address, length) instead")
+        if not view.c_contiguous:
+            raise TypeError("buffer must be contiguous")
+        # from_buffer() exports view once more; drop that at once so that
+        # __exit__ can release view.
+        anchor = ctypes.c_char.from_buffer(view)
+        addr = ctypes.addressof(anchor)
+        del anchor
+        return addr, length
 
 
 # -------------------------------------------------------------------- API
 
-def _range_of(item):
-    """(address, length) of a range: a tuple or a writable buffer object."""
-    if isinstance(item, tuple):
-        addr, length = item
-        return int(addr), int(length)
-    try:
-        mv = memoryview(item)
-    except TypeError:
-        raise TypeError("range must be an (address, length) tuple or a "
-                        "buffer object, not %r" % type(item).__name__) from None
-    with mv:
-        length = mv.nbytes
-        if length == 0:
-            return 0, 0
-        if mv.readonly:
-            raise TypeError("read-only buffers are not supported; pass "
-                            "(address, length) instead")
-        if not mv.c_contiguous:
-            raise TypeError("buffer must be contiguous")
-        c = ctypes.c_char.from_buffer(mv)
-        addr = ctypes.addressof(c)
-        del c
-    return addr, length
+class SupportsFileno(Protocol):
+    """An object with fileno(), e.g. a pidfd wrapper."""
+
+    def fileno(self) -> int: ...
 
 
-def apply_ranges(ranges, advice, skip_errors=False, no_error_on_unmapped=False,
-                 pidfd=None, backend=None):
+#: A range: (address, length), or a writable contiguous buffer object
+#: (mmap.mmap, bytearray, memoryview, ctypes array, ...).
+RangeLike = Union[Tuple[int, int], mmap.mmap, bytearray, memoryview]
+#: None or SELF (0): the calling process; otherwise a pidfd.
+PidfdLike = Union[None, int, SupportsFileno]
+
+
+def apply_ranges(ranges: Iterable[RangeLike], advice: int,
+                 skip_errors: bool = False, no_error_on_unmapped: bool = False,
+                 pidfd: PidfdLike = None,
+                 backend: Optional[int] = None) -> ApplyResult:
     """Apply THP advice to ranges of one process (thp_apply_ranges()).
 
     ``ranges`` is an iterable of (address, length) tuples and/or writable
-    buffer objects (mmap.mmap, bytearray, memoryview slices of them).
+    buffer objects (mmap.mmap, bytearray, memoryview slices of them); the
+    buffers are held exported until the call returns.
     Returns an ApplyResult; raises ThpError (with ``.reports``) on failure.
     """
-    pairs = [_range_of(r) for r in ranges]
-    n = len(pairs)
-    c_ranges = (_Range * max(n, 1))()
-    for i, (addr, length) in enumerate(pairs):
-        c_ranges[i].addr = addr
-        c_ranges[i].len = length
-    c_reports = (_Report * max(n, 1))()
-    flags = 0
-    if skip_errors:
-        flags |= _F_SKIP_ERRORS
-    if no_error_on_unmapped:
-        flags |= _F_NO_ERROR_ON_UNMAPPED
-    opts = _ApplyOpts(sz=ctypes.sizeof(_ApplyOpts), pidfd=_pidfd(pidfd),
-                      advice=int(advice), flags=flags, backend=_backend(backend),
-                      reports=ctypes.cast(c_reports, ctypes.POINTER(_Report)))
-    ret = _thp_apply_ranges(c_ranges, n, ctypes.byref(opts))
+    advice = _nonneg("advice", advice, "int")
+    flags = _flags(skip_errors=(_F_SKIP_ERRORS, skip_errors),
+                   no_error_on_unmapped=(_F_NO_ERROR_ON_UNMAPPED,
+                                         no_error_on_unmapped))
+    backend = _backend(backend)
+    with _Exports() as exports:
+        pairs = [exports.range_of(r) for r in ranges]
+        n = len(pairs)
+        c_ranges = (_Range * max(n, 1))()
+        for i, (addr, length) in enumerate(pairs):
+            c_ranges[i].addr = addr
+            c_ranges[i].len = length
+        c_reports = (_Report * max(n, 1))()
+        opts = _ApplyOpts(sz=ctypes.sizeof(_ApplyOpts), pidfd=_pidfd(pidfd),
+                          advice=advice, flags=flags, backend=backend,
+                          reports=ctypes.cast(c_reports,
+                                              ctypes.POINTER(_Report)))
+        ret = _thp_apply_ranges(c_ranges, n, ctypes.byref(opts))
     reports = [Report._from_c(c_reports[i]) for i in range(n)]
     _check(ret, "thp_apply_ranges", reports)
     return ApplyResult(count=ret, backend=_enum_or_int(Backend, opts.backend_used),
                        reports=reports)
 
 
-def apply_all(advice, skip_errors=False, pidfd=None, backend=None, max_failures=64):
+def apply_all(advice: int, skip_errors: bool = False, pidfd: PidfdLike = None,
+              backend: Optional[int] = None,
+              max_failures: int = 64) -> ApplyAllResult:
     """Apply THP advice to every mapping of one process (thp_apply_all()).
 
-    Up to ``max_failures`` failed mappings are reported.
+    Up to ``max_failures`` (failures_cap, a size_t) failed mappings are
+    reported; an array of that many reports is allocated.
     """
-    cap = max(int(max_failures), 0)
+    advice = _nonneg("advice", advice, "int")
+    flags = _flags(skip_errors=(_F_SKIP_ERRORS, skip_errors))
+    backend = _backend(backend)
+    cap = _nonneg("max_failures", max_failures, "size_t")
     c_fail = (_Report * max(cap, 1))()
     opts = _ApplyAllOpts(sz=ctypes.sizeof(_ApplyAllOpts), pidfd=_pidfd(pidfd),
-                         advice=int(advice),
-                         flags=_F_SKIP_ERRORS if skip_errors else 0,
-                         backend=_backend(backend),
+                         advice=advice, flags=flags, backend=backend,
                          failures=ctypes.cast(c_fail, ctypes.POINTER(_Report)),
                          failures_cap=cap)
     ret = _thp_apply_all(ctypes.byref(opts))
@@ -479,15 +612,16 @@ def apply_all(advice, skip_errors=False, pidfd=None, backend=None, max_failures=
                           failures=failures)
 
 
-def set_default(policy, require_persistent=False, no_existing=False, backend=None):
+def set_default(policy: int, require_persistent: bool = False,
+                no_existing: bool = False,
+                backend: Optional[int] = None) -> DefaultState:
     """Set the default THP policy of the calling process (thp_set_default())."""
-    flags = 0
-    if require_persistent:
-        flags |= _DEFAULT_F_REQUIRE_PERSISTENT
-    if no_existing:
-        flags |= _DEFAULT_F_NO_EXISTING
+    policy = _nonneg("policy", policy, "uint32_t")
+    flags = _flags(
+        require_persistent=(_DEFAULT_F_REQUIRE_PERSISTENT, require_persistent),
+        no_existing=(_DEFAULT_F_NO_EXISTING, no_existing))
     opts = _DefaultOpts(sz=ctypes.sizeof(_DefaultOpts), pidfd=SELF,
-                        policy=int(policy), flags=flags, backend=_backend(backend))
+                        policy=policy, flags=flags, backend=_backend(backend))
     _check(_thp_set_default(ctypes.byref(opts)), "thp_set_default")
     return DefaultState(policy=_enum_or_int(Policy, opts.policy),
                         backend=_enum_or_int(Backend, opts.backend_used),
@@ -495,7 +629,7 @@ def set_default(policy, require_persistent=False, no_existing=False, backend=Non
                         mappings_changed=opts.mappings_changed)
 
 
-def get_default(pidfd=None):
+def get_default(pidfd: PidfdLike = None) -> DefaultState:
     """Read the effective default policy of self or a pidfd (thp_get_default())."""
     opts = _DefaultOpts(sz=ctypes.sizeof(_DefaultOpts), pidfd=_pidfd(pidfd))
     _check(_thp_get_default(ctypes.byref(opts)), "thp_get_default")
@@ -504,7 +638,7 @@ def get_default(pidfd=None):
                         persistent=bool(opts.persistent))
 
 
-def probe():
+def probe() -> ProbeInfo:
     """Report what the running kernel offers (thp_probe())."""
     info = _ProbeInfo(sz=ctypes.sizeof(_ProbeInfo))
     _check(_thp_probe(ctypes.byref(info)), "thp_probe")
@@ -523,14 +657,18 @@ def probe():
         madvise_collapse=info.madvise_collapse)
 
 
-def query(addr=0, length=0, pidfd=None):
+def query(addr: int = 0, length: int = 0,
+          pidfd: PidfdLike = None) -> List[MappingState]:
     """THP state of the mappings overlapping [addr, addr+length) (all when
     length is 0), from /proc/PID/smaps (thp_query())."""
+    addr = _nonneg("addr", addr, "uint64_t")
+    length = _nonneg("length", length, "uint64_t")
+    fd = _pidfd(pidfd)
     cap = 0
     while True:
         states = (_MappingState * max(cap, 1))()
-        opts = _QueryOpts(sz=ctypes.sizeof(_QueryOpts), pidfd=_pidfd(pidfd),
-                          addr=int(addr), len=int(length),
+        opts = _QueryOpts(sz=ctypes.sizeof(_QueryOpts), pidfd=fd,
+                          addr=addr, len=length,
                           states=ctypes.cast(states, ctypes.POINTER(_MappingState)),
                           states_cap=cap)
         ret = _check(_thp_query(ctypes.byref(opts)), "thp_query")
@@ -547,21 +685,21 @@ def query(addr=0, length=0, pidfd=None):
             for s in states[:ret]]
 
 
-def version():
+def version() -> str:
     """Library version as "MAJOR.MINOR.PATCH"."""
     return _s(_thp_version())
 
 
-def backend_name(backend):
-    """Name of a backend ("pmadv", "madvise", ...)."""
-    return _s(_thp_backend_name(int(backend)))
+def backend_name(backend: int) -> str:
+    """Name of a backend ("pmadv", "madvise", ...; "unknown" past the last)."""
+    return _s(_thp_backend_name(_nonneg("backend", backend, "unsigned int")))
 
 
-def policy_name(policy):
-    """Name of a policy ("system", "huge", "nohuge", "never")."""
-    return _s(_thp_policy_name(int(policy)))
+def policy_name(policy: int) -> str:
+    """Name of a policy ("system", "huge", "nohuge", "never"; "unknown")."""
+    return _s(_thp_policy_name(_nonneg("policy", policy, "unsigned int")))
 
 
-def strerror(err):
-    """libthp message for an errno (positive or negative)."""
-    return _s(_thp_strerror(int(err)))
+def strerror(err: int) -> str:
+    """libthp message for an errno (positive or negative, a C int)."""
+    return _s(_thp_strerror(_signed("err", err, "int")))
