@@ -450,7 +450,7 @@ def _option(name, value):
 
 
 def _flags(**options):
-    """THP_F_* / THP_DEFAULT_F_* bits from {bit: (name, value)}."""
+    """THP_F_* / THP_DEFAULT_F_* bits from name=(bit, value) keywords."""
     flags = 0
     for name, (bit, value) in options.items():
         if _option(name, value):
