@@ -216,7 +216,9 @@ THP_API int thp_probe(struct thp_probe_info *info)
 		info->backends |= 1u << THP_BACKEND_PRCTL_DISABLE;
 	info->backends |= 1u << THP_BACKEND_EXISTING_ONLY;
 	info->thp_mode = caps_sysfs_mode();
-	info->pmd_size = c->pmd_size;
+	/* 0: sysfs was unreadable at the first call (EMFILE?); not kept. */
+	info->pmd_size = c->pmd_size ? c->pmd_size :
+		read_u64_file("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
 	info->pidfd_self = c->pidfd_self;
 	info->procmap_query = procmap_query_now();
 	info->pmadv_skip_errors = c->pmadv_skip_errors;

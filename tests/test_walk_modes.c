@@ -443,6 +443,7 @@ START_TEST(emfile_does_not_stick)
 	ck_assert(vma_hg(0, r.addr) && vma_hg(0, r.addr + 2 * MiB + PAGE));
 	ck_assert_int_eq(thp_probe(&pi), 0);
 	ck_assert_msg(pi.procmap_query, "PROCMAP_QUERY lost to the EMFILE of the first call");
+	ck_assert_uint_eq(pi.pmd_size, PMD_SZ);
 	/* Proof that the walk itself asks the kernel: make the ioctl fail. */
 	ck_assert_int_eq(fail_procmap_query(EDOM), 0);
 	ck_assert_int_eq(thp_apply_ranges(&r, 1, &o), -EDOM);
