@@ -146,6 +146,11 @@ unsigned int scaled(unsigned int native, unsigned int min);
 
 /* ---- seccomp: what a kernel or a caller would refuse ---- */
 
+#include <linux/seccomp.h>
+#ifndef SECCOMP_RET_KILL_PROCESS
+#define SECCOMP_RET_KILL_PROCESS 0x80000000U
+#endif
+
 struct seccomp_rule {
 	int nr;           /* system call number (native ABI) */
 	int arg;          /* -1: every call; else only when args[arg]'s low 32 bits are @val */

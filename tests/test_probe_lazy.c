@@ -22,16 +22,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <linux/seccomp.h>
-
 #include <thp/thp.h>
 
 #include "helpers.h"
 #include "syscall.h"
 
-#ifndef SECCOMP_RET_KILL_PROCESS
-#define SECCOMP_RET_KILL_PROCESS 0x80000000U
-#endif
 #ifndef __NR_clone3
 #define __NR_clone3 435
 #endif
