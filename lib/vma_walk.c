@@ -128,32 +128,6 @@ void vma_walk_close(struct thp_vma_walk *w)
 	line_reader_close(&w->text);
 }
 
-static int walk_text(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v);
-
-static int walk_query(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
-{
-	struct procmap_query q;
-	long r;
-
-	memset(&q, 0, sizeof(q));
-	q.size = sizeof(q);
-	q.query_addr = addr;
-	q.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA;
-	r = sys_ioctl(w->text.fd, PROCMAP_QUERY, &q);
-	if (caps_procmap_query_answer(r) == 0) {
-		/* A kernel before 6.11: parse this very file instead. */
-		w->use_query = false;
-		return walk_text(w, addr, v);
-	}
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0)
-		return (int)r;
-	v->start = q.vma_start;
-	v->end = q.vma_end;
-	return 1;
-}
-
 /*
  * The text is read once, forward; the engine asks again for the address
  * where a gap ended, i.e. for the mapping it was just given.  So the last
@@ -187,6 +161,30 @@ static int walk_text(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
 		return 1;
 	}
 	return r;
+}
+
+static int walk_query(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
+{
+	struct procmap_query q;
+	long r;
+
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.query_addr = addr;
+	q.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA;
+	r = sys_ioctl(w->text.fd, PROCMAP_QUERY, &q);
+	if (caps_procmap_query_answer(r) == 0) {
+		/* A kernel before 6.11: parse this very file instead. */
+		w->use_query = false;
+		return walk_text(w, addr, v);
+	}
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return (int)r;
+	v->start = q.vma_start;
+	v->end = q.vma_end;
+	return 1;
 }
 
 int vma_walk_next(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
