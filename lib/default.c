@@ -269,7 +269,7 @@ static int set_by_rfc_prctl(struct thp_default_opts *o, int set, int get)
 
 static int set_by_thp_disable(struct thp_default_opts *o)
 {
-	const struct thp_caps *c = caps_get();
+	const struct thp_caps *c = caps_get_prctl();
 	unsigned long flags = 0;
 	long r, got;
 
@@ -322,7 +322,7 @@ THP_API int thp_set_default(struct thp_default_opts *o)
 				  "policy; run it under thpctl or have it call thp_set_default()");
 		return ret_errno(o->pidfd < 0 ? -EBADF : -EOPNOTSUPP);
 	}
-	c = caps_get();
+	c = caps_get_prctl();
 	want_persistent = o->flags & THP_DEFAULT_F_REQUIRE_PERSISTENT;
 	advice = o->policy == THP_POLICY_HUGE ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
 	o->mappings_changed = 0;
@@ -498,7 +498,7 @@ THP_API int thp_get_default(struct thp_default_opts *o)
 	err = target_open(o->pidfd, &t);
 	if (err)
 		return ret_errno(err);
-	c = caps_get();
+	c = caps_get_prctl();
 	o->mappings_changed = 0;
 	if (!t.self) {
 		err = get_remote(o, &t);

@@ -41,14 +41,30 @@ struct thp_caps {
 	bool pmadv_set_default;
 	bool pmadv_entire;
 	int pidfd_self;              /* 0 when the kernel has no PIDFD_SELF */
-	bool procmap_query;
-	bool thp_disable;            /* PR_SET_THP_DISABLE */
+	bool thp_disable;            /* PR_SET_THP_DISABLE: caps_get_prctl() only */
 	bool thp_disable_except_advised;
 	bool madvise_collapse;
 	bool status_thp_enabled;     /* /proc/PID/status has THP_enabled: */
 };
 
 const struct thp_caps *caps_get(void);
+/*
+ * caps_get() with thp_disable* probed too.  The probe sets and restores
+ * the process's PR_SET_THP_DISABLE state: only the default-policy calls
+ * and thp_probe() ask for it, never a range call.
+ */
+const struct thp_caps *caps_get_prctl(void);
+/*
+ * PROCMAP_QUERY on /proc/PID/maps (6.11+): 1 yes, 0 no, -1 not known yet.
+ * Learnt only from the kernel's answer to the ioctl, never from a failure
+ * to open the file (EMFILE would otherwise stick for the process's life).
+ */
+int caps_procmap_query(void);
+/*
+ * Learn from @r, a PROCMAP_QUERY ioctl's result: returns 0 when it says
+ * the kernel has no such ioctl (ENOTTY, EINVAL), else 1.
+ */
+int caps_procmap_query_answer(long r);
 /* Current sysfs THP mode (enum thp_sysfs_mode); read each time. */
 unsigned int caps_sysfs_mode(void);
 
@@ -174,7 +190,8 @@ int smaps_next(struct smaps_reader *sr, struct thp_mapping_state *m);
 struct thp_vma_walk {
 	struct line_reader text; /* /proc/PID/maps; its fd also takes PROCMAP_QUERY */
 	bool use_query;          /* PROCMAP_QUERY, else text parse */
-	uint64_t last_end;
+	bool have_last;          /* text mode: @last is the last mapping read */
+	struct thp_vma last;
 };
 
 /*
@@ -186,7 +203,8 @@ int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t, bool full)
 /*
  * Next mapping that ends above @addr (the one covering it or the next one).
  * Returns 1 and fills @v, 0 at the end, -errno on failure.  Text mode only
- * moves forward: @addr must not decrease between calls.
+ * moves forward: @addr must not decrease between calls (the same @addr, or
+ * one inside the mapping last returned, gives that mapping again).
  */
 int vma_walk_next(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v);
 void vma_walk_close(struct thp_vma_walk *w);

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Capability probing.  Runs once per process (pthread_once); every probe is
- * free of side effects: unknown process_madvise() flags are probed with a
- * bad pidfd (EBADF means the flag passed the flags check, EINVAL that it
- * did not), and prctl effects are probed in a short-lived child.
+ * Capability probing, in the process itself and never in a child.  The
+ * base probe runs once per process (pthread_once) and is free of side
+ * effects: unknown process_madvise() flags are probed with a bad pidfd
+ * (EBADF means the flag passed the flags check, EINVAL that it did not).
+ * Two answers are learnt on first need instead: PR_SET_THP_DISABLE support
+ * (caps_get_prctl(), only for the default-policy calls and thp_probe(): a
+ * range call never touches the process's prctl state), and PROCMAP_QUERY
+ * (from the first walk's own ioctl, so a failure to open /proc/self/maps
+ * under EMFILE is never taken for "no").
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,6 +24,8 @@
 
 static struct thp_caps caps;
 static pthread_once_t caps_once = PTHREAD_ONCE_INIT;
+static pthread_once_t prctl_once = PTHREAD_ONCE_INIT;
+static _Atomic signed char procmap_query_state = -1; /* caps_procmap_query() */
 
 static bool pmadv_flag_known(unsigned int flag)
 {
@@ -46,49 +54,71 @@ static uint64_t read_u64_file(const char *path)
 	return sys_read_file(path, buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
 }
 
-static bool probe_procmap_query(void)
+int caps_procmap_query(void)
+{
+	return atomic_load_explicit(&procmap_query_state, memory_order_relaxed);
+}
+
+int caps_procmap_query_answer(long r)
+{
+	/* Before 6.11 /proc/PID/maps has no ioctl at all: ENOTTY. */
+	int known = r == -ENOTTY || r == -EINVAL ? 0 : 1;
+
+	/* Other failures (ESRCH, EINTR) are no answer; ENOENT is one. */
+	if (known == 0 || r >= 0 || r == -ENOENT)
+		atomic_store_explicit(&procmap_query_state, (signed char)known,
+				      memory_order_relaxed);
+	return known;
+}
+
+/* thp_probe() wants an answer now: ask on a fresh descriptor if no walk has. */
+static bool procmap_query_now(void)
 {
 	struct procmap_query q;
-	int fd = sys_open("/proc/self/maps", O_RDONLY);
-	bool ok;
+	int fd;
 
-	if (fd < 0)
-		return false;
-	memset(&q, 0, sizeof(q));
-	q.size = sizeof(q);
-	q.query_addr = (uintptr_t)&caps;
-	q.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA;
-	ok = sys_ioctl(fd, PROCMAP_QUERY, &q) == 0 && q.vma_start <= q.query_addr;
-	sys_close(fd);
-	return ok;
+	if (caps_procmap_query() < 0) {
+		fd = sys_open("/proc/self/maps", O_RDONLY);
+		if (fd < 0)
+			return false; /* no answer: not kept, asked again next time */
+		memset(&q, 0, sizeof(q));
+		q.size = sizeof(q);
+		q.query_addr = (uintptr_t)&caps;
+		q.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA;
+		caps_procmap_query_answer(sys_ioctl(fd, PROCMAP_QUERY, &q));
+		sys_close(fd);
+	}
+	return caps_procmap_query() > 0;
 }
 
 /*
- * PR_SET_THP_DISABLE changes the whole mm, so try it in a child that only
- * makes raw system calls and exits.  Exit code bit 0: plain disable works;
- * bit 1: PR_THP_DISABLE_EXCEPT_ADVISED works.
+ * PR_SET_THP_DISABLE (3.15+): PR_GET_THP_DISABLE answers wherever it
+ * exists, with the flags in force.  PR_THP_DISABLE_EXCEPT_ADVISED (6.18)
+ * shows only by setting it: set it on this process, read it back, and put
+ * the state read first back exactly.  For that window of three system
+ * calls a fault in another thread's non-advised mapping gets no huge page
+ * and a fork() there passes the flag on; libthp's own readers and writers
+ * of the state (the default-policy calls) wait for this probe in
+ * caps_get_prctl()'s pthread_once, so they never see it.
  */
 static void probe_thp_disable(void)
 {
-	pid_t pid = sys_fork_raw();
-	int r;
+	long prev = sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	long got;
 
-	if (pid == 0) {
-		r = 0;
-		if (sys_prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0)
-			r |= 1;
-		if (sys_prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) == 0 &&
-		    (sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) & PR_THP_DISABLE_EXCEPT_ADVISED))
-			r |= 2;
-		sys_exit_group(r);
-	}
-	if (pid < 0)
+	if (prev < 0)
 		return;
-	r = sys_wait_exit(pid);
-	if (r >= 0) {
-		caps.thp_disable = r & 1;
-		caps.thp_disable_except_advised = r & 2;
+	caps.thp_disable = true;
+	if (prev & PR_THP_DISABLE_EXCEPT_ADVISED) {
+		caps.thp_disable_except_advised = true;
+		return;
 	}
+	/* Older kernels refuse any flag with EINVAL and change nothing. */
+	if (sys_prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) < 0)
+		return;
+	got = sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	caps.thp_disable_except_advised = got > 0 && (got & PR_THP_DISABLE_EXCEPT_ADVISED);
+	sys_prctl(PR_SET_THP_DISABLE, prev ? 1 : 0, 0, 0, 0);
 }
 
 static bool probe_status_thp_enabled(void)
@@ -127,18 +157,23 @@ static void caps_init(void)
 			}
 		}
 	}
-	caps.procmap_query = probe_procmap_query();
 	/* madvise() checks the advice before the (zero) length. */
 	caps.madvise_collapse = sys_madvise((uintptr_t)&caps & ~(caps.page_size - 1), 0,
 					    MADV_COLLAPSE) == 0;
 	caps.status_thp_enabled = probe_status_thp_enabled();
-	probe_thp_disable();
 	errno = saved;
 }
 
 const struct thp_caps *caps_get(void)
 {
 	pthread_once(&caps_once, caps_init);
+	return &caps;
+}
+
+const struct thp_caps *caps_get_prctl(void)
+{
+	caps_get();
+	pthread_once(&prctl_once, probe_thp_disable);
 	return &caps;
 }
 
@@ -167,7 +202,7 @@ THP_API int thp_probe(struct thp_probe_info *info)
 	err = opts_check(info, sizeof(*info), THP_PROBE_INFO_SIZE_VER0);
 	if (err)
 		return ret_errno(err);
-	c = caps_get();
+	c = caps_get_prctl();
 	self.pid = getpid();
 	self.pidfd = c->pidfd_self ? c->pidfd_self : -1;
 
@@ -181,9 +216,11 @@ THP_API int thp_probe(struct thp_probe_info *info)
 		info->backends |= 1u << THP_BACKEND_PRCTL_DISABLE;
 	info->backends |= 1u << THP_BACKEND_EXISTING_ONLY;
 	info->thp_mode = caps_sysfs_mode();
-	info->pmd_size = c->pmd_size;
+	/* 0: sysfs was unreadable at the first call (EMFILE?); not kept. */
+	info->pmd_size = c->pmd_size ? c->pmd_size :
+		read_u64_file("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
 	info->pidfd_self = c->pidfd_self;
-	info->procmap_query = c->procmap_query;
+	info->procmap_query = procmap_query_now();
 	info->pmadv_skip_errors = c->pmadv_skip_errors;
 	info->pmadv_no_error_on_unmapped = c->pmadv_no_error_on_unmapped;
 	info->pmadv_set_default = c->pmadv_set_default;

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -128,9 +127,14 @@ long sys_read_file(const char *path, char *buf, size_t len)
 	return n;
 }
 
+/*
+ * Exit signal 0, not SIGCHLD: the caller's SIGCHLD disposition cannot
+ * reap the child behind our back (SIG_IGN, SA_NOCLDWAIT), its handler is
+ * not run, and its waitpid(-1) without __WALL/__WCLONE does not see it.
+ */
 pid_t sys_fork_raw(void)
 {
-	return (pid_t)SYSRET(syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
+	return (pid_t)SYSRET(syscall(SYS_clone, 0UL, 0, 0, 0, 0));
 }
 
 void sys_exit_group(int status)
@@ -144,6 +148,7 @@ int sys_wait_exit(pid_t pid)
 	int status;
 	long r;
 
+	/* __WALL: the child is a clone child (exit signal 0). */
 	while ((r = SYSRET(waitpid(pid, &status, __WALL))) == -EINTR)
 		;
 	if (r < 0)

@@ -34,8 +34,10 @@ void *sys_mmap_anon(void *at, size_t len, int prot);
 int sys_munmap(void *addr, size_t len);
 /*
  * A child process for a look at effects that must not touch the caller:
- * clone(SIGCHLD), i.e. fork() without atfork handlers.  0 in the child,
- * which must only make these wrappers' calls and end in sys_exit_group().
+ * fork() without atfork handlers and with no exit signal, so the caller's
+ * SIGCHLD handling neither sees nor reaps it; only sys_wait_exit() does.
+ * 0 in the child, which must only make these wrappers' calls and end in
+ * sys_exit_group().
  */
 pid_t sys_fork_raw(void);
 void sys_exit_group(int status) __attribute__((noreturn));

@@ -110,8 +110,9 @@ int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t, bool full)
 
 	if (err)
 		return err;
-	w->use_query = !full && caps_get()->procmap_query;
-	w->last_end = 0;
+	/* Until a walk has asked the kernel, try the ioctl: walk_query() learns. */
+	w->use_query = !full && caps_procmap_query() != 0;
+	w->have_last = false;
 	return 0;
 }
 
@@ -127,31 +128,22 @@ void vma_walk_close(struct thp_vma_walk *w)
 	line_reader_close(&w->text);
 }
 
-static int walk_query(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
-{
-	struct procmap_query q;
-	long r;
-
-	memset(&q, 0, sizeof(q));
-	q.size = sizeof(q);
-	q.query_addr = addr;
-	q.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA;
-	r = sys_ioctl(w->text.fd, PROCMAP_QUERY, &q);
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0)
-		return (int)r;
-	v->start = q.vma_start;
-	v->end = q.vma_end;
-	return 1;
-}
-
+/*
+ * The text is read once, forward; the engine asks again for the address
+ * where a gap ended, i.e. for the mapping it was just given.  So the last
+ * mapping read is kept and given again while it still ends above @addr:
+ * with non-decreasing @addr it is then the covering or next mapping.
+ */
 static int walk_text(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
 {
 	const char *line = NULL;
 	size_t len = 0;
 	int r;
 
+	if (w->have_last && w->last.end > addr) {
+		*v = w->last;
+		return 1;
+	}
 	while ((r = line_reader_next(&w->text, &line, &len)) == 1) {
 		uint64_t s, e;
 
@@ -162,11 +154,37 @@ static int walk_text(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
 			continue;
 		if (e <= addr)
 			continue;
-		v->start = s;
-		v->end = e;
+		w->last.start = s;
+		w->last.end = e;
+		w->have_last = true;
+		*v = w->last;
 		return 1;
 	}
 	return r;
+}
+
+static int walk_query(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
+{
+	struct procmap_query q;
+	long r;
+
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.query_addr = addr;
+	q.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA;
+	r = sys_ioctl(w->text.fd, PROCMAP_QUERY, &q);
+	if (caps_procmap_query_answer(r) == 0) {
+		/* A kernel before 6.11: parse this very file instead. */
+		w->use_query = false;
+		return walk_text(w, addr, v);
+	}
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return (int)r;
+	v->start = q.vma_start;
+	v->end = q.vma_end;
+	return 1;
 }
 
 int vma_walk_next(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)

@@ -19,8 +19,8 @@
  * Nothing here prints (unless THP_PRELOAD_DEBUG=1) or fails the program:
  * advice that the kernel refuses is ignored, errno is what the real call
  * left.  The advice goes through libthp's syscall layer (lib/syscall.c),
- * not thp_apply_ranges(): that would probe the kernel, which forks a short
- * child, in every program started under the preload.
+ * not thp_apply_ranges(): that would probe the kernel (a dozen system
+ * calls) in every program started under the preload.
  */
 /* Both names must be defined here; with 64-bit off_t glibc aliases them. */
 #undef _FILE_OFFSET_BITS

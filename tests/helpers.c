@@ -6,6 +6,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -14,8 +15,16 @@
 #include <string.h>
 #include <limits.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#include "../lib/compat.h" /* PROCMAP_QUERY */
 
 static bool parse_header(const char *line, uint64_t *start, uint64_t *end,
 			 char perms[8])
@@ -419,6 +428,99 @@ void run_tcase_natively(const char *tcase)
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 		      "native run of test case \"%s\" (%s) failed: status 0x%x (its output is above)",
 		      tcase, exe, st);
+}
+
+/* ---- seccomp ---- */
+
+#if defined(__x86_64__)
+#define TEST_AUDIT_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define TEST_AUDIT_ARCH AUDIT_ARCH_AARCH64
+#elif defined(__i386__)
+#define TEST_AUDIT_ARCH AUDIT_ARCH_I386
+#elif defined(__riscv) && __riscv_xlen == 64
+#define TEST_AUDIT_ARCH AUDIT_ARCH_RISCV64
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define TEST_AUDIT_ARCH AUDIT_ARCH_PPC64LE
+#elif defined(__s390x__)
+#define TEST_AUDIT_ARCH AUDIT_ARCH_S390X
+#else
+#error "add this architecture's AUDIT_ARCH_*"
+#endif
+
+/* The low 32 bits of args[i]. */
+static uint32_t arg_lo(int i)
+{
+	size_t off = offsetof(struct seccomp_data, args) + (size_t)i * sizeof(uint64_t);
+
+	return (uint32_t)(off + (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? 0 : 4));
+}
+
+#define MAX_RULES 8
+
+int seccomp_install(const struct seccomp_rule *rules, size_t n)
+{
+	struct sock_filter f[3 + 5 * MAX_RULES + 1];
+	struct sock_fprog prog = { .filter = f };
+	size_t k = 0;
+
+	if (n > MAX_RULES) {
+		errno = E2BIG;
+		return -1;
+	}
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, arch));
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TEST_AUDIT_ARCH, 1, 0);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	for (size_t i = 0; i < n; i++) {
+		bool by_arg = rules[i].arg >= 0;
+
+		f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+						      offsetof(struct seccomp_data, nr));
+		/* Not this call: skip to the next rule. */
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+						      (uint32_t)rules[i].nr, 0, by_arg ? 3 : 1);
+		if (by_arg) {
+			f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+							      arg_lo(rules[i].arg));
+			f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+							      rules[i].val, 0, 1);
+		}
+		f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, rules[i].action);
+	}
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	prog.len = (unsigned short)k;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	/* prctl(), not seccomp(2): valgrind passes this one to the kernel. */
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+}
+
+int fail_procmap_query(int err)
+{
+	const struct seccomp_rule rule = {
+		.nr = __NR_ioctl, .arg = 1, .val = (uint32_t)PROCMAP_QUERY,
+		.action = SECCOMP_RET_ERRNO | (uint32_t)err,
+	};
+
+	return seccomp_install(&rule, 1);
+}
+
+int force_text_walk(void)
+{
+	return fail_procmap_query(ENOTTY);
+}
+
+/* Before the first libthp call of the process, as on an old kernel. */
+__attribute__((constructor)) static void text_walk_from_env(void)
+{
+	const char *v = getenv("THP_TEST_TEXT_WALK");
+
+	if (v && !strcmp(v, "1") && force_text_walk()) {
+		fprintf(stderr, "THP_TEST_TEXT_WALK: cannot install the filter: %s\n",
+			strerror(errno));
+		_exit(99);
+	}
 }
 
 /* ---- Running a program and collecting what it printed ---- */

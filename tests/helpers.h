@@ -144,6 +144,35 @@ void run_tcase_natively(const char *tcase);
  */
 unsigned int scaled(unsigned int native, unsigned int min);
 
+/* ---- seccomp: what a kernel or a caller would refuse ---- */
+
+#include <linux/seccomp.h>
+#ifndef SECCOMP_RET_KILL_PROCESS
+#define SECCOMP_RET_KILL_PROCESS 0x80000000U
+#endif
+
+struct seccomp_rule {
+	int nr;           /* system call number (native ABI) */
+	int arg;          /* -1: every call; else only when args[arg]'s low 32 bits are @val */
+	uint32_t val;
+	uint32_t action;  /* SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_ERRNO | errno, ... */
+};
+
+/*
+ * Install a filter on this process (and what it forks): the first rule
+ * that matches a call decides, other calls are allowed.  0 or -1 (errno).
+ */
+int seccomp_install(const struct seccomp_rule *rules, size_t n);
+
+/* Make every ioctl(PROCMAP_QUERY) of this process fail with @err.  0 or -1 (errno). */
+int fail_procmap_query(int err);
+/*
+ * fail_procmap_query(ENOTTY), as on every kernel before 6.11, so that
+ * libthp walks the /proc/PID/maps text.  Done before main() when
+ * THP_TEST_TEXT_WALK=1 (the *-textwalk tests): no hook in the library.
+ */
+int force_text_walk(void);
+
 /* ---- Running a program and collecting what it printed ---- */
 
 /* The value of environment variable @name (a path meson test sets), or fail. */

@@ -11,7 +11,6 @@
 #include <check.h>
 #include <errno.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,41 +20,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-
 #include <thp/thp.h>
 #include "../helpers.h"
 
-#ifndef SECCOMP_RET_KILL_PROCESS
-#define SECCOMP_RET_KILL_PROCESS 0x80000000U
-#endif
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
-#endif
-
-#if defined(__x86_64__)
-#define THP_AUDIT_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define THP_AUDIT_ARCH AUDIT_ARCH_AARCH64
-#elif defined(__i386__)
-#define THP_AUDIT_ARCH AUDIT_ARCH_I386
-#elif defined(__riscv) && __riscv_xlen == 64
-#define THP_AUDIT_ARCH AUDIT_ARCH_RISCV64
-#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define THP_AUDIT_ARCH AUDIT_ARCH_PPC64LE
-#elif defined(__s390x__)
-#define THP_AUDIT_ARCH AUDIT_ARCH_S390X
-#else
-#error "add this architecture's AUDIT_ARCH_*"
-#endif
-
-/* Low 32 bits of args[0]: prctl's option is an int. */
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define ARG0_LO offsetof(struct seccomp_data, args[0])
-#else
-#define ARG0_LO (offsetof(struct seccomp_data, args[0]) + 4)
 #endif
 
 #define PMD (2UL << 20)
@@ -63,30 +32,12 @@
 /* Kill the process on prctl(78|79, ...); allow everything else. */
 static int install_filter(void)
 {
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, THP_AUDIT_ARCH, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW), /* other ABI: not ours */
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG0_LO),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 78, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 79, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	const struct seccomp_rule rules[] = {
+		{ __NR_prctl, 0, 78, SECCOMP_RET_KILL_PROCESS },
+		{ __NR_prctl, 0, 79, SECCOMP_RET_KILL_PROCESS },
 	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	/*
-	 * prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER) is seccomp(2) with
-	 * SECCOMP_SET_MODE_FILTER and no flags (the kernel maps one onto the
-	 * other), but valgrind passes it to the kernel where it answers
-	 * seccomp(2) (317) with ENOSYS: one filter, native and under valgrind.
-	 */
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+	return seccomp_install(rules, 2);
 }
 
 /*
