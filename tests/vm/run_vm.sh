@@ -1,7 +1,10 @@
 #!/bin/bash
 # Boot one libthp test kernel under QEMU (TCG) with vm_init as /init.
-# usage: run_vm.sh BUILD_DIR VM_INIT KERNEL_IMAGE_NAME FLAVOUR KERNELS_DIR LABEL
+# usage: run_vm.sh BUILD_DIR VM_INIT KERNEL_IMAGE_NAME FLAVOUR KERNELS_DIR LABEL [NAME=FILE...]
 # (KERNELS_DIR may be ''; IMAGE is relative to it, e.g. distro/vmlinuz-...).
+# Each NAME=FILE (thpctl, the preload, a dynamically linked test program)
+# goes into the guest at its own absolute path with the shared libraries
+# ldd names for it, and into /vmtest.conf, where vm_init finds it.
 # The guest's VMTEST lines are kept in BUILD_DIR/vm-logs/LABEL.txt for
 # tests/vm/tables.py.
 # Exit: 0 all checks passed, 1 failure, 77 kernel not available (skip; 1 under CI=true).
@@ -40,6 +43,18 @@ work=$(mktemp -d "${build_dir%/}/vm-$flavour.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/root/proc" "$work/root/sys" "$work/root/dev"
 cp "$vm_init" "$work/root/init" && chmod 755 "$work/root/init" || exit 1
+: > "$work/root/vmtest.conf"
+add_file() {
+	mkdir -p "$work/root$(dirname "$1")" && cp -L "$1" "$work/root$1"
+}
+for extra in "${@:7}"; do
+	name=${extra%%=*} file=${extra#*=}
+	add_file "$file" || exit 1
+	for dep in $(ldd "$file" 2>/dev/null | grep -o '/[^ ]*'); do
+		[ -e "$work/root$dep" ] || add_file "$dep" || exit 1
+	done
+	echo "$name=$file" >> "$work/root/vmtest.conf"
+done
 (cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initrd.gz" || exit 1
 
 echo "kernel image: $kernel (sha256 $(sha256sum "$kernel" | cut -c1-16)...)"

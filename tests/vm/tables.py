@@ -55,6 +55,10 @@ def parse(path):
                          r"after=(\d+) kB backend=(\S+)", body)
             if m:
                 info["collapse_remote"] = m.groups()
+            m = re.match(r"thpctl run --policy (\w+) @(\w+): exit (\d+): (.*)", body)
+            if m:
+                info.setdefault("run", {})[(m.group(1), m.group(2))] = (int(m.group(3)),
+                                                                        m.group(4))
             m = re.match(r"set_default_(\w+?)(_rfcprctl)?@(\w+): ret=(-?\d+) "
                          r"backend_used=\d+\((\w+)\) persistent=(\d)", body)
             if m:
@@ -128,6 +132,18 @@ def make_tables(logdir):
         t2.append(row(f"{pol.upper()}, RFC prctl declared",
                       [policy_cell(i["set_default"].get((pol, True, i["boot_mode"])))
                        for i in infos]))
+    def run_cell(i, pol):
+        entry = i.get("run", {}).get((pol, i["boot_mode"]))
+        if entry is None:
+            return "?"
+        st, out = entry
+        if st != 0:
+            return f"exit {st}"
+        kv = dict(w.split("=", 1) for w in out.split() if "=" in w)
+        return (f"{kv.get('backend')}; {kv.get('anonhuge_kb')} kB huge of 4 MiB touched")
+    for pol in POLICIES:
+        t2.append(row(f"`thpctl run --policy {pol}`: the exec'd program",
+                      [run_cell(i, pol) for i in infos]))
     return ("Interfaces and backends (auto) per kernel:\n\n" + "\n".join(t1) +
             "\n\n`thp_set_default()` per kernel, under the boot THP mode (backend used; "
             "persistent = checked in a forked and an exec'd child):\n\n" + "\n".join(t2) + "\n")

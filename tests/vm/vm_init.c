@@ -1476,6 +1476,196 @@ static void check_prctl_hazard(void)
 	cdone(&c);
 }
 
+/* ---- thpctl and the preload, dynamically linked, as users run them ---- */
+
+static char conf_thpctl[256], conf_preload[256], conf_child_report[256];
+
+static void read_conf(void)
+{
+	static char buf[4096];
+	char *line, *save = NULL;
+
+	if (read_file("/vmtest.conf", buf, sizeof(buf)) <= 0)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(line, "thpctl=", 7))
+			snprintf(conf_thpctl, sizeof(conf_thpctl), "%s", line + 7);
+		else if (!strncmp(line, "preload=", 8))
+			snprintf(conf_preload, sizeof(conf_preload), "%s", line + 8);
+		else if (!strncmp(line, "child_report=", 13))
+			snprintf(conf_child_report, sizeof(conf_child_report), "%s", line + 13);
+	}
+}
+
+/* Run argv with envp; its stdout and stderr into @out.  The exit status, or 128+signal. */
+static int run_capture(char *const argv[], char *const envp[], char *out, size_t cap)
+{
+	int p[2], st;
+	size_t n = 0;
+	pid_t pid;
+
+	out[0] = 0;
+	if (pipe(p))
+		return -errno;
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
+		execve(argv[0], argv, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	for (;;) {
+		ssize_t r = read(p[0], out + n, cap - 1 - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || (n += (size_t)r) == cap - 1)
+			break;
+	}
+	out[n] = 0;
+	close(p[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static long kv_long(const char *out, const char *key)
+{
+	const char *p = strstr(out, key);
+
+	return p ? strtol(p + strlen(key), NULL, 10) : -9999;
+}
+
+/* thpctl run --policy P -- child_report: the policy as the exec'd program sees it. */
+static void thpctl_run_case(struct check *c, const char *policy)
+{
+	char env_preload[300], out[2048];
+	char *argv[] = { conf_thpctl, (char *)"run", (char *)"--policy", (char *)policy,
+			 (char *)"--", conf_child_report, NULL };
+	char *envp[] = { env_preload, NULL };
+	bool huge = !strcmp(policy, "huge"), nohuge = !strcmp(policy, "nohuge");
+	bool never = !strcmp(policy, "never");
+	long kb, dis;
+	int st;
+
+	snprintf(env_preload, sizeof(env_preload), "THPCTL_PRELOAD=%s", conf_preload);
+	st = run_capture(argv, envp, out, sizeof(out));
+	out[strcspn(out, "\n")] = 0;
+	printf("VMTEST INFO thpctl run --policy %s @%s: exit %d: %s\n", policy,
+	       mode_names[cur_mode], st, out);
+	if (nohuge && !kx.except_advised && !rfc) {
+		if (st != 125 || !strstr(out, "NEVER"))
+			cfail(c, "run --policy nohuge before 6.18: exit %d '%s', expected 125 naming "
+			      "NEVER", st, out);
+		return;
+	}
+	kb = kv_long(out, "anonhuge_kb=");
+	dis = kv_long(out, "thp_disable=");
+	if (st != 0 || !strstr(out, "policy="))
+		cfail(c, "run --policy %s: exit %d '%s'", policy, st, out);
+	else if (huge && (!strstr(out, "policy=huge") || !strstr(out, " hg=1") || kb <= 0))
+		cfail(c, "run --policy huge under %s: '%s', expected policy=huge, hg=1, huge pages",
+		      mode_names[cur_mode], out);
+	else if ((never || nohuge) && kb != 0)
+		cfail(c, "run --policy %s under %s: '%s', expected no huge page", policy,
+		      mode_names[cur_mode], out);
+	else if (never && dis != 1)
+		cfail(c, "run --policy never: '%s', expected thp_disable=1", out);
+	/* NOHUGE: PR_THP_DISABLE_EXCEPT_ADVISED (3), or the RFC's nh default. */
+	else if (nohuge && !(kx.except_advised ? dis == 3 : strstr(out, " nh=1") != NULL))
+		cfail(c, "run --policy nohuge: '%s', expected %s", out,
+		      kx.except_advised ? "thp_disable=3" : "nh=1");
+	else if ((never || nohuge) && !strstr(out, never ? "policy=never" : "policy=nohuge"))
+		cfail(c, "run --policy %s: the program reads '%s'", policy, out);
+}
+
+static void check_thpctl(void)
+{
+	struct check c = { .name = "thpctl_preload" };
+	static const char *const policies[] = { "never", "nohuge", "huge", "system" };
+	char out[8192];
+	char *envp[] = { NULL };
+
+	if (!conf_thpctl[0] || !conf_preload[0] || !conf_child_report[0]) {
+		fail(c.name, "thpctl, the preload or thp_child_report missing from /vmtest.conf");
+		return;
+	}
+	{
+		char *argv[] = { conf_thpctl, (char *)"probe", (char *)"--json", NULL };
+		int st = run_capture(argv, envp, out, sizeof(out));
+		char want[64];
+
+		snprintf(want, sizeof(want), "\"procmap_query\": %s", kx.procmap_query ? "true" : "false");
+		if (st != 0 || !strstr(out, want))
+			cfail(&c, "thpctl probe --json: exit %d, no '%s'", st, want);
+	}
+	for (unsigned int m = 0; m < 2; m++) {
+		unsigned int mode = m == 0 ? THP_MODE_ALWAYS : THP_MODE_MADVISE;
+
+		if (set_sysfs_mode(mode)) {
+			cfail(&c, "cannot set mode %s", mode_names[mode]);
+			continue;
+		}
+		for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++)
+			thpctl_run_case(&c, policies[i]);
+	}
+	/* status and apply on another process. */
+	if (!set_sysfs_mode(THP_MODE_MADVISE)) {
+		int p[2];
+		pid_t pid;
+		uintptr_t rbase = 0;
+
+		if (pipe(p))
+			goto out;
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			close(p[0]);
+			collapse_remote_child(p[1], NULL);
+			_exit(0);
+		}
+		close(p[1]);
+		if (pid > 0 && read(p[0], &rbase, sizeof(rbase)) == (ssize_t)sizeof(rbase)) {
+			char pids[16], range[64];
+			char *st_argv[] = { conf_thpctl, (char *)"status", (char *)"-p", pids, NULL };
+			char *ap_argv[] = { conf_thpctl, (char *)"apply", (char *)"-p", pids,
+					    (char *)"--advice", (char *)"collapse", range, NULL };
+			int st;
+			unsigned long after;
+
+			snprintf(pids, sizeof(pids), "%d", (int)pid);
+			snprintf(range, sizeof(range), "0x%lx+8M", (unsigned long)rbase);
+			st = run_capture(st_argv, envp, out, sizeof(out));
+			if (st != 0 || !strstr(out, "system"))
+				cfail(&c, "thpctl status -p: exit %d, no policy 'system' in its output", st);
+			st = run_capture(ap_argv, envp, out, sizeof(out));
+			after = huge_kb_of(pid, rbase);
+			printf("VMTEST INFO thpctl apply -p PID --advice collapse: exit %d, "
+			       "AnonHugePages %lu kB\n", st, after);
+			if (kx.collapse ? st != 0 || after != 8192 : st == 0)
+				cfail(&c, "thpctl apply collapse: exit %d, AnonHugePages %lu kB (kernel %s "
+				      "MADV_COLLAPSE)", st, after, kx.collapse ? "has" : "lacks");
+		} else {
+			cfail(&c, "status/apply target did not start");
+		}
+		close(p[0]);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+	}
+out:
+	if (set_sysfs_mode(boot_mode))
+		cfail(&c, "cannot restore the boot mode");
+	cdone(&c);
+}
+
 /* ---- main ------------------------------------------------------------ */
 
 static void setup_console(void)
@@ -1552,6 +1742,8 @@ int main(int argc, char **argv)
 	check_set_default();
 	check_prctl_hazard();
 	in_child(collapse_run, NULL);
+	read_conf();
+	check_thpctl();
 	if (set_sysfs_mode(boot_mode))
 		fail("set_mode", "cannot restore the global THP mode");
 	if (rfc) {
