@@ -275,8 +275,14 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, si
 int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int advice,
 		   uint32_t flags, unsigned int backend)
 {
-	int err = target_open(pidfd, t);
+	int err;
 
+	/* Before 6.1 the kernel has no such advice: refuse it before any call. */
+	if (advice == THP_ADVICE_COLLAPSE && !caps_get()->madvise_collapse) {
+		report_set_detail("MADV_COLLAPSE needs Linux 6.1; this kernel does not have it");
+		return -EOPNOTSUPP;
+	}
+	err = target_open(pidfd, t);
 	if (err)
 		return err;
 	memset(ctx, 0, sizeof(*ctx));

@@ -275,7 +275,9 @@ static int set_by_thp_disable(struct thp_default_opts *o)
 
 	if (o->policy == THP_POLICY_NOHUGE) {
 		if (!c->thp_disable_except_advised) {
-			report_set_detail("PR_THP_DISABLE_EXCEPT_ADVISED needs Linux 6.18");
+			report_set_detail("NOHUGE needs PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18) or "
+					  "an RFC kernel; use NEVER to turn THP off for the process "
+					  "(advised memory too)");
 			return -EOPNOTSUPP;
 		}
 		flags = PR_THP_DISABLE_EXCEPT_ADVISED;

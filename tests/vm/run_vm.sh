@@ -1,9 +1,15 @@
 #!/bin/bash
 # Boot one libthp test kernel under QEMU (TCG) with vm_init as /init.
-# usage: run_vm.sh BUILD_DIR VM_INIT KERNEL_IMAGE_NAME FLAVOUR [KERNELS_DIR]
+# usage: run_vm.sh BUILD_DIR VM_INIT KERNEL_IMAGE_NAME FLAVOUR KERNELS_DIR LABEL [NAME=FILE...]
+# (KERNELS_DIR may be ''; IMAGE is relative to it, e.g. distro/vmlinuz-...).
+# Each NAME=FILE (thpctl, the preload, a dynamically linked test program)
+# goes into the guest at its own absolute path with the shared libraries
+# ldd names for it, and into /vmtest.conf, where vm_init finds it.
+# The guest's VMTEST lines are kept in BUILD_DIR/vm-logs/LABEL.txt for
+# tests/vm/tables.py.
 # Exit: 0 all checks passed, 1 failure, 77 kernel not available (skip; 1 under CI=true).
 set -u
-build_dir=$1 vm_init=$2 image=$3 flavour=$4 kdir_opt=${5:-}
+build_dir=$1 vm_init=$2 image=$3 flavour=$4 kdir_opt=${5:-} label=${6:-$4}
 src_root=$(cd "$(dirname "$0")/../.." && pwd)
 
 if [ -n "$kdir_opt" ]; then
@@ -17,8 +23,9 @@ kernel=$kdir/$image
 
 if [ ! -r "$kernel" ]; then
 	echo "test kernel $kernel not found." >&2
-	echo "The VM tests need bzImage-6.12-stock, bzImage-6.12-rfc and bzImage-6.12-rfc-fixed" >&2
-	echo "(see shared/kernels/README.md next to the source tree); point to them with" >&2
+	echo "The VM tests need bzImage-6.12-stock, bzImage-6.12-rfc, bzImage-6.12-rfc-fixed and the" >&2
+	echo "Debian kernels in distro/ (see shared/kernels/README.md and distro/README.md next to" >&2
+	echo "the source tree); point to them with" >&2
 	echo "meson configure -Dkernels_dir=DIR or THP_KERNELS_DIR=DIR." >&2
 	if [ "${CI:-}" = true ]; then
 		echo "CI=true: a missing kernel is a failure, not a skip." >&2
@@ -36,19 +43,34 @@ work=$(mktemp -d "${build_dir%/}/vm-$flavour.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/root/proc" "$work/root/sys" "$work/root/dev"
 cp "$vm_init" "$work/root/init" && chmod 755 "$work/root/init" || exit 1
+: > "$work/root/vmtest.conf"
+add_file() {
+	mkdir -p "$work/root$(dirname "$1")" && cp -L "$1" "$work/root$1"
+}
+for extra in "${@:7}"; do
+	name=${extra%%=*} file=${extra#*=}
+	add_file "$file" || exit 1
+	for dep in $(ldd "$file" 2>/dev/null | grep -o '/[^ ]*'); do
+		[ -e "$work/root$dep" ] || add_file "$dep" || exit 1
+	done
+	echo "$name=$file" >> "$work/root/vmtest.conf"
+done
 (cd "$work/root" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initrd.gz" || exit 1
 
+echo "kernel image: $kernel (sha256 $(sha256sum "$kernel" | cut -c1-16)...)"
 start=$(date +%s)
 timeout 90 qemu-system-x86_64 -accel tcg -nographic -m 1G -smp 2 \
 	-kernel "$kernel" -initrd "$work/initrd.gz" \
-	-append "console=ttyS0 panic=-1 quiet thp_flavour=$flavour" \
+	-append "console=ttyS0 panic=-1 quiet thp_flavour=$flavour thp_kernel=$label" \
 	-no-reboot -monitor none -serial stdio -display none </dev/null >"$work/console.log" 2>&1
 qrc=$?
 end=$(date +%s)
 
 tr -d '\r' < "$work/console.log" > "$work/console.txt"
 grep -a '^VMTEST' "$work/console.txt"
-echo "qemu exit $qrc after $((end - start)) s ($flavour)"
+echo "qemu exit $qrc after $((end - start)) s ($label, $flavour)"
+mkdir -p "${build_dir%/}/vm-logs"
+grep -a '^VMTEST' "$work/console.txt" > "${build_dir%/}/vm-logs/$label.txt"
 
 if ! grep -aq '^VMTEST DONE' "$work/console.txt"; then
 	echo "no 'VMTEST DONE' from the guest; full console:" >&2

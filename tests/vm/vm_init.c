@@ -2,9 +2,13 @@
 /*
  * /init of the QEMU test guests (tests/vm/run_vm.sh).  Runs libthp against a
  * real kernel of the flavour named on the kernel command line
- * (thp_flavour=stock|rfc|rfc-fixed) and prints one line per check on the
- * serial console: "VMTEST PASS <name>" or "VMTEST FAIL <name>: <why>", then
- * "VMTEST DONE", and powers the machine off.
+ * (thp_flavour=stock|rfc|rfc-fixed|distro, thp_kernel=<label>) and prints
+ * one line per check on the serial console: "VMTEST PASS <name>" or
+ * "VMTEST FAIL <name>: <why>", then "VMTEST DONE", and powers the machine
+ * off.  What the kernel should offer is not taken from libthp's probe: it
+ * comes from the kernel's version (struct kernel_expect), as measured and
+ * written down in shared/kernels/distro/README.md, and the probe is checked
+ * against it.  The policy checks run under each global THP mode.
  *
  * Checks that change process-wide state (set_default, apply_all) run in
  * forked processes so that each starts from the same clean state.
@@ -19,13 +23,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <thp/thp.h>
@@ -33,12 +44,91 @@
 #define MiB (1024ul * 1024ul)
 #define PMD (2 * MiB)
 
-enum flavour { FL_STOCK, FL_RFC, FL_RFC_FIXED };
+enum flavour { FL_STOCK, FL_RFC, FL_RFC_FIXED, FL_DISTRO };
 static enum flavour flavour;
 static const char *flavour_name;
 static bool rfc; /* rfc or rfc-fixed */
 static struct thp_probe_info pinfo;
 static int nfail;
+static char kernel_label[64] = "unnamed";
+
+/*
+ * What this kernel offers, from its version alone (and the flavour for the
+ * RFC backport of "any advice on self"): the table in
+ * shared/kernels/distro/README.md, measured there with raw system calls.
+ */
+struct kernel_expect {
+	int major, minor;
+	bool procmap_query;     /* 6.11 */
+	bool collapse;          /* MADV_COLLAPSE, 6.1 */
+	bool pm_self_huge;      /* process_madvise(self, MADV_HUGEPAGE), 6.13 */
+	bool pidfd_self;        /* PIDFD_SELF, 6.13 */
+	bool except_advised;    /* PR_THP_DISABLE_EXCEPT_ADVISED, 6.18 */
+	bool prctl78_taken;     /* PR_FUTEX_HASH, 6.16 */
+	bool prctl79_taken;     /* PR_RSEQ_SLICE_EXTENSION, 7.2 */
+};
+static struct kernel_expect kx;
+/* The global THP mode the kernel booted with, and the one now in force. */
+static unsigned int boot_mode, cur_mode;
+
+static bool at_least(int major, int minor)
+{
+	return kx.major > major || (kx.major == major && kx.minor >= minor);
+}
+
+static void kernel_expect_init(void)
+{
+	struct utsname u;
+
+	uname(&u);
+	sscanf(u.release, "%d.%d", &kx.major, &kx.minor);
+	kx.procmap_query = at_least(6, 11);
+	kx.collapse = at_least(6, 1);
+	kx.pm_self_huge = at_least(6, 13) || rfc;
+	kx.pidfd_self = at_least(6, 13);
+	kx.except_advised = at_least(6, 18);
+	kx.prctl78_taken = at_least(6, 16);
+	kx.prctl79_taken = at_least(7, 2);
+	printf("VMTEST INFO kernel %s release %s\n", kernel_label, u.release);
+}
+
+static const char *const mode_names[] = { "always", "madvise", "never" };
+
+static unsigned int sysfs_mode(void)
+{
+	char buf[128];
+	int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return THP_MODE_UNKNOWN;
+	buf[n] = 0;
+	for (unsigned int m = 0; m < 3; m++) {
+		char want[16];
+
+		snprintf(want, sizeof(want), "[%s]", mode_names[m]);
+		if (strstr(buf, want))
+			return m;
+	}
+	return THP_MODE_UNKNOWN;
+}
+
+static int set_sysfs_mode(unsigned int m)
+{
+	int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, mode_names[m], strlen(mode_names[m]));
+	close(fd);
+	if (n < 0)
+		return -errno;
+	cur_mode = sysfs_mode();
+	return cur_mode == m ? 0 : -EIO;
+}
 
 /* ---- output ---------------------------------------------------------- */
 
@@ -179,6 +269,31 @@ static int fresh_flags(bool *hg, bool *nh)
 	return 0;
 }
 
+/*
+ * AnonHugePages (kB) of a fresh 4 MiB anonymous mapping, 2 MiB aligned, after
+ * touching every page; @advise: MADV_HUGEPAGE it first.  -errno on failure.
+ */
+static long fresh_huge_kb(bool advise)
+{
+	char *p = mmap(NULL, 6 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	uintptr_t base;
+	long kb;
+
+	if (p == MAP_FAILED)
+		return -errno;
+	base = ((uintptr_t)p + PMD - 1) & ~(PMD - 1);
+	if (advise && madvise((void *)base, 4 * MiB, MADV_HUGEPAGE)) {
+		munmap(p, 6 * MiB);
+		return -errno;
+	}
+	for (unsigned long off = 0; off < 4 * MiB; off += 4096)
+		((volatile char *)base)[off] = 1;
+	kb = (long)smap_at(base).anon_huge_kb;
+	munmap(p, 6 * MiB);
+	return kb;
+}
+
 /* ---- layout ---------------------------------------------------------- */
 
 /* 10 MiB at a 2 MiB-aligned base with [base+4M, base+6M) unmapped. */
@@ -219,46 +334,53 @@ static void check_probe(void)
 		cdone(&c);
 		return;
 	}
-	if (!pinfo.procmap_query)
-		cfail(&c, "procmap_query false");
-	if (pinfo.thp_mode != THP_MODE_MADVISE)
-		cfail(&c, "thp_mode %u, expected madvise", pinfo.thp_mode);
+	if (pinfo.procmap_query != kx.procmap_query)
+		cfail(&c, "procmap_query %d, expected %d", pinfo.procmap_query, kx.procmap_query);
+	if (pinfo.thp_mode != sysfs_mode())
+		cfail(&c, "thp_mode %u, sysfs says %u", pinfo.thp_mode, sysfs_mode());
 	if (pinfo.pmd_size != PMD)
 		cfail(&c, "pmd_size %llu", (unsigned long long)pinfo.pmd_size);
 	if (!(pinfo.backends & (1u << THP_BACKEND_MADVISE)))
 		cfail(&c, "MADVISE backend missing");
+	if (!(pinfo.backends & (1u << THP_BACKEND_PRCTL_DISABLE)))
+		cfail(&c, "PRCTL_DISABLE backend missing");
+	if (pinfo.madvise_collapse != kx.collapse)
+		cfail(&c, "madvise_collapse %d, expected %d", pinfo.madvise_collapse, kx.collapse);
+	if (!!pinfo.pidfd_self != kx.pidfd_self)
+		cfail(&c, "pidfd_self %d, expected %s", pinfo.pidfd_self,
+		      kx.pidfd_self ? "one" : "none");
+	if (pinfo.process_madvise_self_huge != kx.pm_self_huge)
+		cfail(&c, "process_madvise_self_huge %d, expected %d",
+		      pinfo.process_madvise_self_huge, kx.pm_self_huge);
+	if (pinfo.thp_disable_except_advised != kx.except_advised)
+		cfail(&c, "thp_disable_except_advised %d, expected %d",
+		      pinfo.thp_disable_except_advised, kx.except_advised);
+	if (!!(pinfo.backends & (1u << THP_BACKEND_PROCESS_MADVISE)) != kx.pm_self_huge)
+		cfail(&c, "PROCESS_MADVISE backend %s, expected %s",
+		      pinfo.backends & (1u << THP_BACKEND_PROCESS_MADVISE) ? "reported" : "missing",
+		      kx.pm_self_huge ? "present" : "absent (self HUGE is EINVAL)");
 	if (!rfc) {
 		if (pinfo.pmadv_skip_errors || pinfo.pmadv_no_error_on_unmapped ||
 		    pinfo.pmadv_set_default || pinfo.pmadv_entire_address_space)
-			cfail(&c, "PMADV flags reported on stock (%d%d%d%d)",
+			cfail(&c, "PMADV flags reported without the RFC (%d%d%d%d)",
 			      pinfo.pmadv_skip_errors, pinfo.pmadv_no_error_on_unmapped,
 			      pinfo.pmadv_set_default, pinfo.pmadv_entire_address_space);
-		if (pinfo.process_madvise_self_huge)
-			cfail(&c, "process_madvise_self_huge true on stock");
-		if (pinfo.pidfd_self)
-			cfail(&c, "pidfd_self %d on stock", pinfo.pidfd_self);
-		if (pinfo.thp_disable_except_advised)
-			cfail(&c, "thp_disable_except_advised true on stock");
 		if (pinfo.backends & (1u << THP_BACKEND_PMADV))
-			cfail(&c, "PMADV backend on stock");
-		if (pinfo.backends & (1u << THP_BACKEND_PROCESS_MADVISE))
-			cfail(&c, "PROCESS_MADVISE backend on stock (self HUGE is EINVAL)");
+			cfail(&c, "PMADV backend without the RFC");
 	} else {
 		if (!pinfo.pmadv_skip_errors || !pinfo.pmadv_no_error_on_unmapped ||
 		    !pinfo.pmadv_set_default || !pinfo.pmadv_entire_address_space)
 			cfail(&c, "PMADV flags missing (%d%d%d%d)", pinfo.pmadv_skip_errors,
 			      pinfo.pmadv_no_error_on_unmapped, pinfo.pmadv_set_default,
 			      pinfo.pmadv_entire_address_space);
-		if (!pinfo.process_madvise_self_huge)
-			cfail(&c, "process_madvise_self_huge false");
 		if (!(pinfo.backends & (1u << THP_BACKEND_PMADV)))
 			cfail(&c, "PMADV backend missing");
-		if (!(pinfo.backends & (1u << THP_BACKEND_PROCESS_MADVISE)))
-			cfail(&c, "PROCESS_MADVISE backend missing");
 	}
-	printf("VMTEST INFO probe backends=0x%x pidfd_self=%d pmq=%d tdea=%d collapse=%d\n",
-	       pinfo.backends, pinfo.pidfd_self, pinfo.procmap_query,
-	       pinfo.thp_disable_except_advised, pinfo.madvise_collapse);
+	printf("VMTEST INFO probe backends=0x%x pidfd_self=%d pmq=%d tdea=%d collapse=%d "
+	       "pm_self_huge=%d mode=%s\n", pinfo.backends, pinfo.pidfd_self,
+	       pinfo.procmap_query, pinfo.thp_disable_except_advised, pinfo.madvise_collapse,
+	       pinfo.process_madvise_self_huge,
+	       pinfo.thp_mode < 3 ? mode_names[pinfo.thp_mode] : "unknown");
 	cdone(&c);
 }
 
@@ -408,6 +530,26 @@ static void check_apply_ranges(void)
 				      thp_backend_name(first_be), b1, thp_backend_name(be), b2);
 			}
 		}
+		/* Expected reports, from the layout alone (README's error semantics). */
+		for (int i = 0; i < NR_R; i++) {
+			bool stopped = flagsets[f] == 0 && i > 2;
+			uint64_t unm = i == 2 || i == 3 ? 2 * MiB : 0;
+			uint64_t adv = i == 3 ? 0 : (i == 2 ? 2 * MiB : rdef[i].len);
+			const struct thp_report *r = &first.rep[i];
+			int err = flagsets[f] == 0 && i == 2 ? ENOMEM : 0;
+
+			if (stopped ? r->attempted != 0 :
+			    (r->attempted != 1 || r->bytes_advised != adv || r->bytes_unmapped != unm ||
+			     r->error != err || (err && r->fail_addr != 4 * MiB)))
+				cfail(&c, "flags %u range %d [%luM+%luM]: advised %lluK unmapped %lluK "
+				      "error %d at %+lldK attempted %u, expected %s%lluK/%lluK/%d",
+				      flagsets[f], i, rdef[i].off / MiB, rdef[i].len / MiB,
+				      (unsigned long long)r->bytes_advised >> 10,
+				      (unsigned long long)r->bytes_unmapped >> 10, r->error,
+				      (long long)r->fail_addr >> 10, r->attempted,
+				      stopped ? "not attempted, not " : "",
+				      (unsigned long long)adv >> 10, (unsigned long long)unm >> 10, err);
+		}
 		/* Expected semantics, backend-independent. */
 		if (flagsets[f] == 0 && first.ret != -ENOMEM)
 			cfail(&c, "flags 0: ret %d, expected -ENOMEM", first.ret);
@@ -416,9 +558,32 @@ static void check_apply_ranges(void)
 		if (flagsets[f] == THP_F_NO_ERROR_ON_UNMAPPED && first.ret != NR_R)
 			cfail(&c, "NO_ERROR_ON_UNMAPPED: ret %d, expected %d", first.ret, NR_R);
 	}
-	if (nb != (rfc ? 3 : 1))
-		cfail(&c, "%d range backends available, expected %d", nb, rfc ? 3 : 1);
+	if (nb != (rfc ? 3 : kx.pm_self_huge ? 2 : 1))
+		cfail(&c, "%d range backends available, expected %d", nb,
+		      rfc ? 3 : kx.pm_self_huge ? 2 : 1);
 	cdone(&c);
+}
+
+/* Which backend auto picks for a range call on self, per advice (for the README tables). */
+static void report_auto_backends(void)
+{
+	static const int advice[] = { THP_ADVICE_HUGE, THP_ADVICE_NOHUGE, THP_ADVICE_COLLAPSE };
+	static const char *const names[] = { "huge", "nohuge", "collapse" };
+	char *p = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return;
+	p[0] = 1;
+	printf("VMTEST INFO auto");
+	for (size_t i = 0; i < 3; i++) {
+		struct thp_range rg = { .addr = (uintptr_t)p, .len = 4 * MiB };
+		THP_OPTS(thp_apply_opts, o, .advice = advice[i], .flags = THP_F_SKIP_ERRORS);
+		int r = thp_apply_ranges(&rg, 1, &o);
+
+		printf(" %s=%s", names[i], r >= 0 ? thp_backend_name(o.backend_used) : "refused");
+	}
+	printf("\n");
+	munmap(p, 4 * MiB);
 }
 
 /* ---- forked sub-process helper -------------------------------------- */
@@ -725,7 +890,9 @@ static void sd_expect(const struct sd_case *k, int *ret, unsigned int *be, bool 
 		}
 		break;
 	case THP_POLICY_NOHUGE:
-		if (!rfc) {
+		if (!rfc && kx.except_advised) {
+			*be = THP_BACKEND_PRCTL_DISABLE;
+		} else if (!rfc) {
 			*ret = -EOPNOTSUPP;
 			*be = 0;
 			*persistent = false;
@@ -742,13 +909,14 @@ static void sd_expect(const struct sd_case *k, int *ret, unsigned int *be, bool 
 /* Flags of a fresh mapping in a forked (not exec'd) child. */
 static void fork_flags_child(int wfd, void *arg)
 {
-	int res[3] = { 0, 0, 0 };
+	int res[4] = { 0, 0, 0, 0 };
 	bool hg = false, nh = false;
 
 	(void)arg;
 	res[0] = fresh_flags(&hg, &nh);
 	res[1] = hg;
 	res[2] = nh;
+	res[3] = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
 	if (write(wfd, res, sizeof(res)) != (ssize_t)sizeof(res))
 		_exit(1);
 }
@@ -767,8 +935,8 @@ static void sd_case_run(void *arg)
 	void *existing;
 	int r;
 
-	snprintf(name, sizeof(name), "set_default_%s%s", pol_name(k->policy),
-		 k->rfc_flag ? "_rfcprctl" : "");
+	snprintf(name, sizeof(name), "set_default_%s%s@%s", pol_name(k->policy),
+		 k->rfc_flag ? "_rfcprctl" : "", mode_names[cur_mode]);
 	existing = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (existing == MAP_FAILED) {
 		fail(name, "mmap");
@@ -793,17 +961,61 @@ static void sd_case_run(void *arg)
 		if (o.mappings_changed == 0 && !smap_at((uintptr_t)existing).hg)
 			cfail(&c, "HUGE: mappings_changed 0 and an existing mapping is not hg");
 	}
+	if (r == 0) {
+		/*
+		 * What the policy does to memory under this global mode: a fresh
+		 * mapping, and a fresh MADV_HUGEPAGE one, touched.
+		 */
+		bool fhg = false, fnh = false;
+		bool plain_huge, advised_huge = cur_mode != THP_MODE_NEVER;
+		long plain, advised;
+
+		fresh_flags(&fhg, &fnh);
+		switch (k->policy) {
+		case THP_POLICY_HUGE:
+			plain_huge = cur_mode == THP_MODE_ALWAYS || (fhg && cur_mode != THP_MODE_NEVER);
+			break;
+		case THP_POLICY_SYSTEM:
+			plain_huge = cur_mode == THP_MODE_ALWAYS;
+			break;
+		case THP_POLICY_NEVER:
+			plain_huge = advised_huge = false;
+			break;
+		default: /* NOHUGE */
+			plain_huge = false;
+			break;
+		}
+		plain = fresh_huge_kb(false);
+		advised = fresh_huge_kb(true);
+		printf("VMTEST INFO %s: fresh AnonHugePages plain=%ld kB advised=%ld kB\n", name,
+		       plain, advised);
+		if (plain < 0 || advised < 0)
+			cfail(&c, "fresh mapping: %ld/%ld", plain, advised);
+		else if ((plain > 0) != plain_huge || (advised > 0) != advised_huge)
+			cfail(&c, "under mode %s, %s: fresh mapping AnonHugePages %ld kB, advised %ld kB "
+			      "(expected %s, %s)", mode_names[cur_mode], pol_name(k->policy), plain,
+			      advised, plain_huge ? "huge" : "none", advised_huge ? "huge" : "none");
+	}
 	if (r == 0 && o.persistent) {
-		int res[3] = { -1, 0, 0 };
+		int res[4] = { -1, 0, 0, 0 };
 		struct child_report cr;
+		/*
+		 * NOHUGE through PR_THP_DISABLE_EXCEPT_ADVISED marks no mapping
+		 * nh: the mm's flag (PR_GET_THP_DISABLE = 3) is the evidence.
+		 */
+		bool by_disable = k->policy == THP_POLICY_NOHUGE &&
+				  o.backend_used == THP_BACKEND_PRCTL_DISABLE;
 
 		/* fork: fresh mapping flags */
 		if (run_piped_exact(fork_flags_child, NULL, res, sizeof(res)) || res[0])
 			cfail(&c, "fork child failed");
 		else if (k->policy == THP_POLICY_HUGE && !res[1])
 			cfail(&c, "persistent HUGE but a forked child's fresh mapping is not hg");
-		else if (k->policy == THP_POLICY_NOHUGE && !res[2])
+		else if (k->policy == THP_POLICY_NOHUGE && !by_disable && !res[2])
 			cfail(&c, "persistent NOHUGE but a forked child's fresh mapping is not nh");
+		else if (by_disable && res[3] != 3)
+			cfail(&c, "persistent NOHUGE but a forked child's PR_GET_THP_DISABLE is %d, "
+			      "expected 3", res[3]);
 		else if ((k->policy == THP_POLICY_SYSTEM || k->policy == THP_POLICY_NEVER) &&
 			 (res[1] || res[2]))
 			cfail(&c, "%s: forked child's fresh mapping hg=%d nh=%d", pol_name(k->policy),
@@ -820,8 +1032,11 @@ static void sd_case_run(void *arg)
 				      pol_name(k->policy));
 			if (k->policy == THP_POLICY_HUGE && !cr.hg)
 				cfail(&c, "exec'd child's fresh mapping not hg");
-			if (k->policy == THP_POLICY_NOHUGE && !cr.nh)
+			if (k->policy == THP_POLICY_NOHUGE && !by_disable && !cr.nh)
 				cfail(&c, "exec'd child's fresh mapping not nh");
+			if (by_disable && cr.disabled != 3)
+				cfail(&c, "exec'd child's PR_GET_THP_DISABLE %d, expected 3",
+				      cr.disabled);
 			if (k->policy == THP_POLICY_NEVER && cr.disabled != 1)
 				cfail(&c, "exec'd child's PR_GET_THP_DISABLE %d", cr.disabled);
 		}
@@ -863,7 +1078,7 @@ static void sd_case_run(void *arg)
 	}
 }
 
-static void check_set_default(void)
+static void check_set_default_modes(void)
 {
 	for (int f = 0; f < (rfc ? 2 : 1); f++)
 		for (unsigned int p = 0; p < THP_POLICY_COUNT; p++) {
@@ -871,9 +1086,29 @@ static void check_set_default(void)
 			int st = in_child(sd_case_run, &k);
 
 			if (st)
-				fail("set_default_child", "case %s rfc=%d exited with %d",
-				     pol_name(p), f, st);
+				fail("set_default_child", "case %s rfc=%d mode %s exited with %d",
+				     pol_name(p), f, mode_names[cur_mode], st);
 		}
+}
+
+/* Every policy under every global mode, the boot mode first and last. */
+static void check_set_default(void)
+{
+	static const unsigned int order[] = { THP_MODE_ALWAYS, THP_MODE_MADVISE, THP_MODE_NEVER };
+
+	check_set_default_modes();
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		if (order[i] == boot_mode)
+			continue;
+		if (set_sysfs_mode(order[i])) {
+			fail("set_mode", "cannot switch the global THP mode to %s",
+			     mode_names[order[i]]);
+			continue;
+		}
+		check_set_default_modes();
+	}
+	if (set_sysfs_mode(boot_mode))
+		fail("set_mode", "cannot restore the global THP mode %s", mode_names[boot_mode]);
 }
 
 /* README item 5 is the HUGE + RFC prctl exec check above; also a named one. */
@@ -966,8 +1201,14 @@ static void stock_run(void *arg)
 		THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_NOHUGE);
 
 		r = thp_set_default(&o);
-		if (r != -EOPNOTSUPP)
-			cfail(&c, "NOHUGE: %d, expected -EOPNOTSUPP", r);
+		if (kx.except_advised ? r != 0 : r != -EOPNOTSUPP)
+			cfail(&c, "NOHUGE: %d, expected %s", r, kx.except_advised ? "0" : "-EOPNOTSUPP");
+		else if (r && !strstr(thp_strerror_detail(), "NEVER"))
+			cfail(&c, "NOHUGE refused without naming what to use instead: '%s'",
+			      thp_strerror_detail());
+		if (!kx.except_advised)
+			printf("VMTEST INFO stock_set_default NOHUGE: %d '%s'\n", r,
+			       thp_strerror_detail());
 	}
 	{
 		THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_HUGE);
@@ -988,6 +1229,440 @@ static void stock_run(void *arg)
 		else if (exec_child(false, &cr) || cr.policy != THP_POLICY_NEVER)
 			cfail(&c, "NEVER not seen in exec'd child");
 	}
+	cdone(&c);
+}
+
+/* ---- COLLAPSE, own process and another one ---------------------------- */
+
+static uint64_t checksum(const volatile unsigned char *p, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < len; i += 512)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+/* 8 MiB at a 2 MiB boundary, every page written with a pattern. */
+static uintptr_t populated_8m(void)
+{
+	char *p = mmap(NULL, 10 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	uintptr_t base;
+
+	if (p == MAP_FAILED)
+		return 0;
+	base = ((uintptr_t)p + PMD - 1) & ~(PMD - 1);
+	for (unsigned long off = 0; off < 8 * MiB; off += 512)
+		((volatile unsigned char *)base)[off] = (unsigned char)(off >> 9);
+	return base;
+}
+
+static unsigned long huge_kb_of(pid_t pid, uintptr_t addr)
+{
+	char path[64];
+	unsigned long kb = 0;
+	char *line, *save = NULL;
+	bool in = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	if (read_file(path, smaps_buf, sizeof(smaps_buf)) <= 0)
+		return 0;
+	for (line = strtok_r(smaps_buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long st, en;
+		char dash;
+
+		if (sscanf(line, "%lx%c%lx", &st, &dash, &en) == 3 && dash == '-' &&
+		    strchr(line, ' ')) {
+			in = st <= addr && addr < en;
+			continue;
+		}
+		if (in && !strncmp(line, "AnonHugePages:", 14))
+			kb += strtoul(line + 14, NULL, 10);
+	}
+	return kb;
+}
+
+static void collapse_remote_child(int wfd, void *arg)
+{
+	uintptr_t base = populated_8m();
+
+	(void)arg;
+	if (write(wfd, &base, sizeof(base)) != (ssize_t)sizeof(base))
+		_exit(1);
+	close(wfd);
+	pause(); /* until the parent kills it */
+}
+
+static void collapse_run(void *arg)
+{
+	struct check c = { .name = "collapse" };
+	struct thp_report rep;
+	struct thp_range rg;
+	uintptr_t base;
+	uint64_t sum;
+	unsigned long before, after;
+	int r;
+
+	(void)arg;
+	if (set_sysfs_mode(THP_MODE_MADVISE)) {
+		cfail(&c, "cannot set the global mode to madvise");
+		cdone(&c);
+		return;
+	}
+	base = populated_8m();
+	if (!base) {
+		cfail(&c, "mmap");
+		cdone(&c);
+		return;
+	}
+	sum = checksum((void *)base, 8 * MiB);
+	before = smap_at(base).anon_huge_kb;
+	rg.addr = base;
+	rg.len = 8 * MiB;
+	{
+		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_COLLAPSE, .reports = &rep);
+
+		r = thp_apply_ranges(&rg, 1, &o);
+		after = smap_at(base).anon_huge_kb;
+		printf("VMTEST INFO collapse self: ret=%d advised=%lluK error=%d before=%lu kB "
+		       "after=%lu kB backend=%s detail='%s'\n", r,
+		       (unsigned long long)rep.bytes_advised >> 10, rep.error, before, after,
+		       thp_backend_name(o.backend_used), thp_strerror_detail());
+		if (!kx.collapse) {
+			if (r != -EOPNOTSUPP || !strstr(thp_strerror_detail(), "MADV_COLLAPSE"))
+				cfail(&c, "no MADV_COLLAPSE on %d.%d: ret %d detail '%s', expected "
+				      "-EOPNOTSUPP naming MADV_COLLAPSE", kx.major, kx.minor, r,
+				      thp_strerror_detail());
+		} else if (r != 1 || rep.bytes_advised != 8 * MiB) {
+			cfail(&c, "self: ret %d advised %llu, expected 1 and 8 MiB", r,
+			      (unsigned long long)rep.bytes_advised);
+		} else if (before != 0 || after != 8192) {
+			cfail(&c, "self: AnonHugePages %lu -> %lu kB, expected 0 -> 8192", before,
+			      after);
+		}
+		if (checksum((void *)base, 8 * MiB) != sum)
+			cfail(&c, "self: contents changed");
+	}
+	/* Another process, through a pidfd: the only way to change its backing. */
+	{
+		int p[2], pidfd;
+		pid_t pid;
+		uintptr_t rbase = 0;
+
+		if (pipe(p)) {
+			cfail(&c, "pipe");
+			goto out;
+		}
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			close(p[0]);
+			collapse_remote_child(p[1], NULL);
+			_exit(0);
+		}
+		close(p[1]);
+		if (pid < 0 || read(p[0], &rbase, sizeof(rbase)) != (ssize_t)sizeof(rbase) || !rbase) {
+			cfail(&c, "remote child did not start");
+			close(p[0]);
+			goto out;
+		}
+		close(p[0]);
+		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		before = huge_kb_of(pid, rbase);
+		rg.addr = rbase;
+		rg.len = 8 * MiB;
+		{
+			THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_COLLAPSE, .pidfd = pidfd,
+				 .reports = &rep);
+
+			r = thp_apply_ranges(&rg, 1, &o);
+			after = huge_kb_of(pid, rbase);
+			printf("VMTEST INFO collapse remote: ret=%d advised=%lluK before=%lu kB "
+			       "after=%lu kB backend=%s detail='%s'\n", r,
+			       (unsigned long long)rep.bytes_advised >> 10, before, after,
+			       thp_backend_name(o.backend_used), thp_strerror_detail());
+			if (!kx.collapse) {
+				if (r >= 0 || !thp_strerror_detail()[0])
+					cfail(&c, "remote without MADV_COLLAPSE: ret %d detail '%s'", r,
+					      thp_strerror_detail());
+			} else if (r != 1 || rep.bytes_advised != 8 * MiB || before != 0 ||
+				   after != 8192) {
+				cfail(&c, "remote: ret %d advised %llu, AnonHugePages %lu -> %lu kB, "
+				      "expected 1, 8 MiB, 0 -> 8192", r,
+				      (unsigned long long)rep.bytes_advised, before, after);
+			}
+		}
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		if (pidfd >= 0)
+			close(pidfd);
+	}
+out:
+	cdone(&c);
+}
+
+/*
+ * No prctl 78 or 79 unless the RFC prctl was declared: mainline gave them
+ * to PR_FUTEX_HASH (6.16) and PR_RSEQ_SLICE_EXTENSION (7.2).  The filter
+ * kills the process on either; every libthp call must get through.
+ */
+static int install_prctl_kill_filter(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl, 0, 4),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 78, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 79, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) ? -errno : 0;
+}
+
+static void hazard_control(void *arg)
+{
+	(void)arg;
+	if (install_prctl_kill_filter())
+		_exit(3);
+	prctl(78, 0, 0, 0, 0); /* must not return */
+	_exit(4);
+}
+
+static void hazard_run(void *arg)
+{
+	struct thp_probe_info pi = { .sz = sizeof(pi) };
+	void *m = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	(void)arg;
+	if (m == MAP_FAILED || install_prctl_kill_filter())
+		_exit(3);
+	thp_probe(&pi);
+	for (unsigned int p = 0; p < THP_POLICY_COUNT; p++) {
+		THP_OPTS(thp_default_opts, o, .policy = p);
+		THP_OPTS(thp_default_opts, g);
+
+		thp_set_default(&o);
+		thp_get_default(&g);
+	}
+	{
+		struct thp_range rg = { .addr = (uintptr_t)m, .len = 4 * MiB };
+		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .flags = THP_F_SKIP_ERRORS);
+		THP_OPTS(thp_apply_all_opts, a, .advice = THP_ADVICE_NOHUGE,
+			 .flags = THP_F_SKIP_ERRORS);
+
+		thp_apply_ranges(&rg, 1, &o);
+		thp_apply_all(&a);
+	}
+	_exit(0);
+}
+
+static void check_prctl_hazard(void)
+{
+	struct check c = { .name = "prctl_hazard_78_79" };
+	int st = in_child(hazard_control, NULL);
+
+	if (st != 128 + SIGSYS)
+		cfail(&c, "control: prctl(78) under the filter ended with %d, expected SIGSYS", st);
+	st = in_child(hazard_run, NULL);
+	if (st != 0)
+		cfail(&c, "libthp calls without a declared RFC prctl under a filter that kills on "
+		      "prctl 78/79: exit %d%s", st, st == 128 + SIGSYS ? " (SIGSYS: 78 or 79 issued)" : "");
+	cdone(&c);
+}
+
+/* ---- thpctl and the preload, dynamically linked, as users run them ---- */
+
+static char conf_thpctl[256], conf_preload[256], conf_child_report[256];
+
+static void read_conf(void)
+{
+	static char buf[4096];
+	char *line, *save = NULL;
+
+	if (read_file("/vmtest.conf", buf, sizeof(buf)) <= 0)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(line, "thpctl=", 7))
+			snprintf(conf_thpctl, sizeof(conf_thpctl), "%s", line + 7);
+		else if (!strncmp(line, "preload=", 8))
+			snprintf(conf_preload, sizeof(conf_preload), "%s", line + 8);
+		else if (!strncmp(line, "child_report=", 13))
+			snprintf(conf_child_report, sizeof(conf_child_report), "%s", line + 13);
+	}
+}
+
+/* Run argv with envp; its stdout and stderr into @out.  The exit status, or 128+signal. */
+static int run_capture(char *const argv[], char *const envp[], char *out, size_t cap)
+{
+	int p[2], st;
+	size_t n = 0;
+	pid_t pid;
+
+	out[0] = 0;
+	if (pipe(p))
+		return -errno;
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
+		execve(argv[0], argv, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	for (;;) {
+		ssize_t r = read(p[0], out + n, cap - 1 - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || (n += (size_t)r) == cap - 1)
+			break;
+	}
+	out[n] = 0;
+	close(p[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static long kv_long(const char *out, const char *key)
+{
+	const char *p = strstr(out, key);
+
+	return p ? strtol(p + strlen(key), NULL, 10) : -9999;
+}
+
+/* thpctl run --policy P -- child_report: the policy as the exec'd program sees it. */
+static void thpctl_run_case(struct check *c, const char *policy)
+{
+	char env_preload[300], out[2048];
+	char *argv[] = { conf_thpctl, (char *)"run", (char *)"--policy", (char *)policy,
+			 (char *)"--", conf_child_report, NULL };
+	char *envp[] = { env_preload, NULL };
+	bool huge = !strcmp(policy, "huge"), nohuge = !strcmp(policy, "nohuge");
+	bool never = !strcmp(policy, "never");
+	long kb, dis;
+	int st;
+
+	snprintf(env_preload, sizeof(env_preload), "THPCTL_PRELOAD=%s", conf_preload);
+	st = run_capture(argv, envp, out, sizeof(out));
+	out[strcspn(out, "\n")] = 0;
+	printf("VMTEST INFO thpctl run --policy %s @%s: exit %d: %s\n", policy,
+	       mode_names[cur_mode], st, out);
+	if (nohuge && !kx.except_advised && !rfc) {
+		if (st != 125 || !strstr(out, "NEVER"))
+			cfail(c, "run --policy nohuge before 6.18: exit %d '%s', expected 125 naming "
+			      "NEVER", st, out);
+		return;
+	}
+	kb = kv_long(out, "anonhuge_kb=");
+	dis = kv_long(out, "thp_disable=");
+	if (st != 0 || !strstr(out, "policy="))
+		cfail(c, "run --policy %s: exit %d '%s'", policy, st, out);
+	else if (huge && (!strstr(out, "policy=huge") || !strstr(out, " hg=1") || kb <= 0))
+		cfail(c, "run --policy huge under %s: '%s', expected policy=huge, hg=1, huge pages",
+		      mode_names[cur_mode], out);
+	else if ((never || nohuge) && kb != 0)
+		cfail(c, "run --policy %s under %s: '%s', expected no huge page", policy,
+		      mode_names[cur_mode], out);
+	else if (never && dis != 1)
+		cfail(c, "run --policy never: '%s', expected thp_disable=1", out);
+	/* NOHUGE: PR_THP_DISABLE_EXCEPT_ADVISED (3), or the RFC's nh default. */
+	else if (nohuge && !(kx.except_advised ? dis == 3 : strstr(out, " nh=1") != NULL))
+		cfail(c, "run --policy nohuge: '%s', expected %s", out,
+		      kx.except_advised ? "thp_disable=3" : "nh=1");
+	else if ((never || nohuge) && !strstr(out, never ? "policy=never" : "policy=nohuge"))
+		cfail(c, "run --policy %s: the program reads '%s'", policy, out);
+}
+
+static void check_thpctl(void)
+{
+	struct check c = { .name = "thpctl_preload" };
+	static const char *const policies[] = { "never", "nohuge", "huge", "system" };
+	char out[8192];
+	char *envp[] = { NULL };
+
+	if (!conf_thpctl[0] || !conf_preload[0] || !conf_child_report[0]) {
+		fail(c.name, "thpctl, the preload or thp_child_report missing from /vmtest.conf");
+		return;
+	}
+	{
+		char *argv[] = { conf_thpctl, (char *)"probe", (char *)"--json", NULL };
+		int st = run_capture(argv, envp, out, sizeof(out));
+		char want[64];
+
+		snprintf(want, sizeof(want), "\"procmap_query\": %s", kx.procmap_query ? "true" : "false");
+		if (st != 0 || !strstr(out, want))
+			cfail(&c, "thpctl probe --json: exit %d, no '%s'", st, want);
+	}
+	for (unsigned int m = 0; m < 2; m++) {
+		unsigned int mode = m == 0 ? THP_MODE_ALWAYS : THP_MODE_MADVISE;
+
+		if (set_sysfs_mode(mode)) {
+			cfail(&c, "cannot set mode %s", mode_names[mode]);
+			continue;
+		}
+		for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++)
+			thpctl_run_case(&c, policies[i]);
+	}
+	/* status and apply on another process. */
+	if (!set_sysfs_mode(THP_MODE_MADVISE)) {
+		int p[2];
+		pid_t pid;
+		uintptr_t rbase = 0;
+
+		if (pipe(p))
+			goto out;
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			close(p[0]);
+			collapse_remote_child(p[1], NULL);
+			_exit(0);
+		}
+		close(p[1]);
+		if (pid > 0 && read(p[0], &rbase, sizeof(rbase)) == (ssize_t)sizeof(rbase)) {
+			char pids[16], range[64];
+			char *st_argv[] = { conf_thpctl, (char *)"status", (char *)"-p", pids, NULL };
+			char *ap_argv[] = { conf_thpctl, (char *)"apply", (char *)"-p", pids,
+					    (char *)"--advice", (char *)"collapse", range, NULL };
+			int st;
+			unsigned long after;
+
+			snprintf(pids, sizeof(pids), "%d", (int)pid);
+			snprintf(range, sizeof(range), "0x%lx+8M", (unsigned long)rbase);
+			st = run_capture(st_argv, envp, out, sizeof(out));
+			if (st != 0 || !strstr(out, "system"))
+				cfail(&c, "thpctl status -p: exit %d, no policy 'system' in its output", st);
+			st = run_capture(ap_argv, envp, out, sizeof(out));
+			after = huge_kb_of(pid, rbase);
+			printf("VMTEST INFO thpctl apply -p PID --advice collapse: exit %d, "
+			       "AnonHugePages %lu kB\n", st, after);
+			if (kx.collapse ? st != 0 || after != 8192 : st == 0)
+				cfail(&c, "thpctl apply collapse: exit %d, AnonHugePages %lu kB (kernel %s "
+				      "MADV_COLLAPSE)", st, after, kx.collapse ? "has" : "lacks");
+		} else {
+			cfail(&c, "status/apply target did not start");
+		}
+		close(p[0]);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+	}
+out:
+	if (set_sysfs_mode(boot_mode))
+		cfail(&c, "cannot restore the boot mode");
 	cdone(&c);
 }
 
@@ -1043,17 +1718,34 @@ int main(int argc, char **argv)
 	} else if (!strncmp(f, "stock", 5)) {
 		flavour = FL_STOCK;
 		flavour_name = "stock";
+	} else if (!strncmp(f, "distro", 6)) {
+		flavour = FL_DISTRO;
+		flavour_name = "distro";
 	} else {
 		fail("flavour", "unknown thp_flavour");
 		goto done;
 	}
-	rfc = flavour != FL_STOCK;
+	rfc = flavour == FL_RFC || flavour == FL_RFC_FIXED;
+	if ((f = strstr(cmdline, "thp_kernel="))) {
+		f += strlen("thp_kernel=");
+		snprintf(kernel_label, sizeof(kernel_label), "%.*s", (int)strcspn(f, " \n"), f);
+	}
 	printf("VMTEST INFO flavour %s libthp %s\n", flavour_name, thp_version());
+	kernel_expect_init();
+	boot_mode = cur_mode = sysfs_mode();
+	printf("VMTEST INFO boot THP mode %s\n", boot_mode < 3 ? mode_names[boot_mode] : "unknown");
 
 	check_probe();
 	check_apply_ranges();
+	report_auto_backends();
 	check_apply_all();
 	check_set_default();
+	check_prctl_hazard();
+	in_child(collapse_run, NULL);
+	read_conf();
+	check_thpctl();
+	if (set_sysfs_mode(boot_mode))
+		fail("set_mode", "cannot restore the global THP mode");
 	if (rfc) {
 		check_skip_normalisation();
 		check_rfc2();
