@@ -6,7 +6,8 @@
     bench/charts.py bench.json doc/charts
 
 For every curve (a section and series with two or more points) it writes
-doc/charts/<section>-<series>.svg: the cost per unit (per range, per mapping) of
+doc/charts/<section>-<series>.svg: the cost per unit (per range, per mapping;
+per call where the cost is not per unit, as for thp_get_default()) of
 the libthp call and of the raw system calls it is compared with, medians
 with min..max whiskers, on logarithmic axes, and the libthp/raw ratio of
 each point written above it.  Standard library only.
@@ -18,6 +19,9 @@ import re
 import sys
 
 W, H = 640, 400
+# Curves whose cost does not scale with x (x is the process's mapping count):
+# drawn per call, not per unit.
+PER_CALL = {"thp_get_default vs prctl"}
 L, R, T, B = 80, 20, 50, 60  # margins
 
 
@@ -32,10 +36,10 @@ def fmt(v):
     return f"{v:g}"
 
 
-def chart(rows, title, subtitle):
+def chart(rows, title, subtitle, per_call):
     unit = rows[0]["unit"]
     pts = sorted(rows, key=lambda r: r["x"])
-    per = [(r["x"], {k: {s: r[k][s] / r["x"] for s in ("med", "min", "max")}
+    per = [(r["x"], {k: {s: r[k][s] / (1 if per_call else r["x"]) for s in ("med", "min", "max")}
                      for k in ("libthp", "raw")}, r["ratio"]["med"]) for r in pts]
     ys = [v[k][s] for _, v, _ in per for k in ("libthp", "raw") for s in ("min", "max")]
     xs = [x for x, _, _ in per]
@@ -54,18 +58,19 @@ def chart(rows, title, subtitle):
            f'font-family="sans-serif" font-size="12">',
            f'<rect width="{W}" height="{H}" fill="white"/>',
            f'<text x="{W / 2}" y="20" text-anchor="middle" font-size="14">{title}</text>',
-           f'<text x="{W / 2}" y="36" text-anchor="middle" fill="#555">{subtitle}; cost per unit, '
-           f'median with min..max; numbers: libthp / raw</text>']
+           f'<text x="{W / 2}" y="36" text-anchor="middle" fill="#555">{subtitle}; cost per '
+           f'{"call" if per_call else "unit"}, median with min..max; numbers: libthp / raw</text>']
     for x in xt:
         out.append(f'<line x1="{px(x):.1f}" y1="{T}" x2="{px(x):.1f}" y2="{H - B}" stroke="#ddd"/>')
         out.append(f'<text x="{px(x):.1f}" y="{H - B + 16}" text-anchor="middle">{fmt(x)}</text>')
     for y in yt:
         out.append(f'<line x1="{L}" y1="{py(y):.1f}" x2="{W - R}" y2="{py(y):.1f}" stroke="#ddd"/>')
         out.append(f'<text x="{L - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{fmt(y)}</text>')
-    out.append(f'<text x="{W / 2}" y="{H - 20}" text-anchor="middle">units (ranges or mappings) '
-               f'per call</text>')
+    out.append(f'<text x="{W / 2}" y="{H - 20}" text-anchor="middle">'
+               f'{"mappings in the process" if per_call else "units (ranges or mappings) per call"}'
+               f'</text>')
     out.append(f'<text x="18" y="{H / 2}" text-anchor="middle" transform="rotate(-90 18 {H / 2})">'
-               f'{unit} per unit</text>')
+               f'{unit} per {"call" if per_call else "unit"}</text>')
     for key, colour, dy in (("libthp", "#c0392b", -8), ("raw", "#2c3e50", 16)):
         path = " ".join(f"{'M' if i == 0 else 'L'}{px(x):.1f},{py(v[key]['med']):.1f}"
                         for i, (x, v, _) in enumerate(per))
@@ -103,7 +108,7 @@ def main(argv):
         path = os.path.join(argv[2], slug + ".svg")
         with open(path, "w", encoding="utf-8") as f:
             f.write(chart(rows, f"{section}: {series}",
-                          f"libthp {data['libthp']}, Linux {data['kernel']}"))
+                          f"libthp {data['libthp']}, Linux {data['kernel']}", series in PER_CALL))
         print(path)
         n += 1
     if not n:
