@@ -2,7 +2,11 @@
 /*
  * thp_bench: libthp against the raw kernel interfaces it wraps.
  *
- *   thp_bench [apply] [all] [vma] [effect]     (default: all four)
+ *   thp_bench [--json FILE] [apply] [all] [vma] [effect] [default]
+ *                                              (default: all five)
+ *
+ * --json FILE also writes every compared row as JSON, from which
+ * bench/charts.py draws the SVG charts in doc/charts/.
  *
  * apply  - thp_apply_ranges() vs raw process_madvise() / madvise() loop
  * all    - thp_apply_all() vs one raw madvise(0, TASK_SIZE); COLLAPSE with
@@ -25,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/types.h>
@@ -95,12 +100,36 @@ static struct compare compare(const double *a, const double *b, size_t reps)
 	return c;
 }
 
-/* A row's cells "a med / min / max | b med / min / max | ratio (min..max) |". */
-static void print_compare(const struct compare *c, double scale)
+/* --json FILE: every compared row also as one JSON object (bench/charts.py). */
+static FILE *json_out;
+static bool json_first = true;
+
+static void json_stat(const char *name, const struct stat3 *s, double scale, bool last)
+{
+	fprintf(json_out, "\"%s\": {\"med\": %.6g, \"min\": %.6g, \"max\": %.6g}%s", name,
+		s->med / scale, s->min / scale, s->max / scale, last ? "" : ", ");
+}
+
+/*
+ * A row's cells "a med / min / max | b med / min / max | ratio (min..max) |",
+ * and the same as JSON: @section and @series name the curve, @x its point
+ * (ranges, VMAs or mappings), @unit the time unit after dividing by @scale.
+ */
+static void print_compare(const struct compare *c, double scale, const char *section,
+			  const char *series, size_t x, const char *unit)
 {
 	printf(" %9.3f / %9.3f / %9.3f | %9.3f / %9.3f / %9.3f | %5.3f (%5.3f..%5.3f) |",
 	       c->a.med / scale, c->a.min / scale, c->a.max / scale, c->b.med / scale,
 	       c->b.min / scale, c->b.max / scale, c->ratio.med, c->ratio.min, c->ratio.max);
+	if (!json_out)
+		return;
+	fprintf(json_out, "%s\n    {\"section\": \"%s\", \"series\": \"%s\", \"x\": %zu, "
+		"\"unit\": \"%s\", ", json_first ? "" : ",", section, series, x, unit);
+	json_stat("libthp", &c->a, scale, false);
+	json_stat("raw", &c->b, scale, false);
+	json_stat("ratio", &c->ratio, 1, true);
+	fprintf(json_out, "}");
+	json_first = false;
 }
 
 static void die(const char *what)
@@ -275,7 +304,7 @@ static void print_row(const char *label, size_t n, const char *unit_label,
 	struct compare c = compare(lib, raw, reps);
 
 	printf("| %-16s | %6zu |", label, n);
-	print_compare(&c, scale);
+	print_compare(&c, scale, "apply", label, n, "us");
 	printf("%s\n", unit_label);
 }
 
@@ -480,7 +509,7 @@ static void bench_all(void)
 		}
 		cmp = compare(lib, raw, REPS);
 		printf("| %7zu | %6zu |", n, vmas);
-		print_compare(&cmp, 1e6);
+		print_compare(&cmp, 1e6, "all", "thp_apply_all vs madvise(0, TASK_SIZE)", vmas, "ms");
 		printf(" %10.0f |\n", cmp.a.med / (double)vmas);
 		if (c + 1 == sizeof(counts) / sizeof(counts[0]))
 			printf("\n(thp_apply_all backend used: %s)\n", backend);
@@ -693,7 +722,7 @@ static void bench_vma(void)
 		}
 		cmp = compare(tq, tt, REPS);
 		printf("| %7zu | %6zu |", n, vq);
-		print_compare(&cmp, 1e6);
+		print_compare(&cmp, 1e6, "vma", "PROCMAP_QUERY vs maps text", vq, "ms");
 		printf(" %s |\n", cmp.ratio.med < 1 ? "ioctl" : "text");
 		if (vq + 1 < vt || vt + 1 < vq) /* text also lists [vsyscall] */
 			printf("(warning: ioctl saw %zu VMAs, text %zu)\n", vq, vt);
@@ -867,7 +896,7 @@ static void bench_default(void)
 		}
 		cmp = compare(lib, raw, REPS);
 		printf("| %7zu |", n);
-		print_compare(&cmp, 1e3);
+		print_compare(&cmp, 1e3, "default", "thp_get_default vs prctl", n, "us");
 		printf("\n");
 		free_small_maps();
 	}
@@ -901,34 +930,53 @@ static void bench_default(void)
 		}
 		cmp = compare(lib, raw, REPS);
 		printf("| %7zu |", n);
-		print_compare(&cmp, 1e6);
+		print_compare(&cmp, 1e6, "default", "thp_set_default(HUGE) vs madvise(0, TASK_SIZE)", n,
+			      "ms");
 		printf(" %7llu |\n", (unsigned long long)changed);
 	}
 }
 
 int main(int argc, char **argv)
 {
-	bool want[5] = { argc < 2, argc < 2, argc < 2, argc < 2, argc < 2 };
+	bool want[5] = { false, false, false, false, false };
 	static const char *const names[5] = { "apply", "all", "vma", "effect", "default" };
 	struct thp_probe_info info = { .sz = sizeof(info) };
+
+	bool any = false;
 
 	for (int i = 1; i < argc; i++) {
 		bool found = false;
 
+		if (!strcmp(argv[i], "--json") && i + 1 < argc) {
+			json_out = fopen(argv[++i], "we");
+			if (!json_out)
+				die(argv[i]);
+			continue;
+		}
 		for (int k = 0; k < 5; k++)
 			if (!strcmp(argv[i], names[k]))
-				want[k] = found = true;
+				want[k] = found = any = true;
 		if (!found) {
-			fprintf(stderr, "usage: %s [apply] [all] [vma] [effect] [default]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--json FILE] [apply] [all] [vma] [effect] [default]\n",
+				argv[0]);
 			return 2;
 		}
 	}
+	for (int k = 0; k < 5 && !any; k++)
+		want[k] = true;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (thp_probe(&info) == 0)
 		printf("# thp_bench: libthp %s, pidfd_self %d, procmap_query %d, process_madvise_self_huge %d, pmd %llu KiB, raw pidfd %d\n",
 		       thp_version(), info.pidfd_self, info.procmap_query,
 		       info.process_madvise_self_huge, (unsigned long long)(info.pmd_size / 1024),
 		       get_raw_pidfd());
+	if (json_out) {
+		struct utsname u;
+
+		uname(&u);
+		fprintf(json_out, "{\"libthp\": \"%s\", \"kernel\": \"%s\", \"reps\": %d, \"rows\": [",
+			thp_version(), u.release, REPS);
+	}
 	if (want[0])
 		bench_apply();
 	if (want[1])
@@ -940,5 +988,10 @@ int main(int argc, char **argv)
 	if (want[4])
 		bench_default();
 	restore_map_count();
+	if (json_out) {
+		fprintf(json_out, "\n]}\n");
+		if (fclose(json_out))
+			die("--json");
+	}
 	return 0;
 }
