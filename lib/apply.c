@@ -157,6 +157,10 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t start, uint64_t en
 				o->fail_addr = cur + done;
 				o->gap_error = true;
 			}
+		} else if (r == -ESRCH) {
+			/* The target is gone: nothing more can be advised, whatever the flags. */
+			err = r;
+			break;
 		} else if (r < 0) {
 			if (!o->error || o->gap_error) {
 				o->error = -r;

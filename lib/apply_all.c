@@ -180,13 +180,22 @@ THP_API int thp_apply_all(struct thp_apply_all_opts *opts)
 	}
 	err = walk_all(&ctx, &s, false);
 done:
-	/* A live process always has mappings; none means it had exited. */
-	if (err == 0 && opts->mappings_seen == 0 && target_alive(&t))
+	/* A live process always has mappings; none means its memory was gone. */
+	if (err == 0 && opts->mappings_seen == 0)
 		err = -ESRCH;
+	/*
+	 * A process that died during the walk was not advised completely, and
+	 * its last mappings may have left the walk without an error: success
+	 * needs a target still alive at the end, whatever the flags.
+	 */
+	if (err == 0)
+		err = target_alive(&t);
 	if (err == 0)
 		err = (int)(opts->mappings_advised > INT32_MAX ? INT32_MAX : opts->mappings_advised);
 	else if (target_alive(&t))
 		err = -ESRCH;
+	if (err == -ESRCH)
+		report_set_detail("the target process exited");
 out:
 	target_close(&t);
 	return ret_errno(err);

@@ -77,7 +77,10 @@ struct thp_target {
 	bool owns_pidfd;  /* we opened it and must close it */
 };
 
-/* Validate @pidfd (THP_SELF or a pidfd) and fill @t.  -EBADF / -ESRCH. */
+/*
+ * Validate @pidfd (THP_SELF or a pidfd) and fill @t.  -EBADF / -ESRCH, or
+ * -ENOENT when /proc is not mounted (the detail names the missing path).
+ */
 int target_open(int pidfd, struct thp_target *t);
 void target_close(struct thp_target *t);
 /* Make sure t->pidfd is usable with process_madvise() (opens one for self if needed). */
@@ -150,6 +153,7 @@ struct line_reader {
 	size_t len, pos;
 	off_t off;
 	bool eof;
+	bool skip_rest; /* inside the tail of a line cut at the buffer size */
 	char buf[8192];
 };
 
@@ -163,7 +167,9 @@ int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
 			  const char *file);
 /*
  * The next whole line, without its newline, valid until the next call.
- * 1, 0 at the end, or -errno.  A line longer than the buffer is dropped.
+ * 1, 0 at the end, or -errno (-ESRCH: the file emptied while it was read,
+ * its process is exiting).  A line longer than the buffer is cut: its first
+ * sizeof(buf) bytes are handed out and the rest is skipped.
  */
 int line_reader_next(struct line_reader *lr, const char **line, size_t *len);
 /* Close the file (a reader that failed to open holds none). */

@@ -118,6 +118,7 @@ THP_API int thp_query(struct thp_query_opts *opts)
 	struct thp_target t;
 	struct thp_mapping_state cur;
 	size_t written = 0;
+	bool read_any = false;
 	uint64_t qend;
 	int err;
 
@@ -145,6 +146,7 @@ THP_API int thp_query(struct thp_query_opts *opts)
 	opts->states_needed = 0;
 	/* Address order: nothing past qend can match, so stop reading there. */
 	while ((err = smaps_next(&sr, &cur)) == 1 && cur.start < qend) {
+		read_any = true;
 		if (cur.end <= opts->addr)
 			continue;
 		if (written < opts->states_cap)
@@ -153,6 +155,13 @@ THP_API int thp_query(struct thp_query_opts *opts)
 	}
 	if (err > 0)
 		err = 0;
+	/*
+	 * A live process always has mappings: smaps empty from its start
+	 * means the address space was gone (a truncated read is -ESRCH from
+	 * the reader already).
+	 */
+	if (!err && !read_any && qend == UINT64_MAX)
+		err = -ESRCH;
 	line_reader_close(&sr.lr);
 	if (!err) {
 		err = target_alive(&t);

@@ -56,6 +56,7 @@ void line_reader_init(struct line_reader *lr, int fd)
 	lr->len = lr->pos = 0;
 	lr->off = 0;
 	lr->eof = false;
+	lr->skip_rest = false;
 }
 
 int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
@@ -74,12 +75,42 @@ int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
 	return lr->fd == -ENOENT && !t->self ? -ESRCH : lr->fd;
 }
 
+/*
+ * A file that read to its end but now reads empty from its start was
+ * emptied under us: a /proc/PID file whose process lost its address space
+ * (it is exiting).  What was read is then a truncated list, not a short
+ * one.  (A live process always has a mapping; an empty file never gets here.)
+ */
+static int check_eof(struct line_reader *lr)
+{
+	char c;
+	long n;
+
+	if (lr->off == 0)
+		return 0;
+	n = sys_pread(lr->fd, &c, 1, 0);
+	if (n < 0)
+		return (int)n;
+	if (n == 0) {
+		report_set_detail("the file emptied while it was read: the process is exiting");
+		return -ESRCH;
+	}
+	return 0;
+}
+
 int line_reader_next(struct line_reader *lr, const char **line, size_t *len)
 {
 	for (;;) {
-		char *nl = memchr(lr->buf + lr->pos, '\n', lr->len - lr->pos);
+		char *nl;
 		long n;
 
+		if (lr->skip_rest) {
+			/* The tail of a line cut at the buffer size: never a line of its own. */
+			nl = memchr(lr->buf + lr->pos, '\n', lr->len - lr->pos);
+			lr->pos = nl ? (size_t)(nl + 1 - lr->buf) : lr->len;
+			lr->skip_rest = !nl;
+		}
+		nl = lr->skip_rest ? NULL : memchr(lr->buf + lr->pos, '\n', lr->len - lr->pos);
 		if (nl) {
 			*line = lr->buf + lr->pos;
 			*len = (size_t)(nl - *line);
@@ -87,13 +118,23 @@ int line_reader_next(struct line_reader *lr, const char **line, size_t *len)
 			return 1;
 		}
 		if (lr->eof)
-			return 0;
+			return check_eof(lr);
 		/* Keep the partial line, refill behind it. */
 		memmove(lr->buf, lr->buf + lr->pos, lr->len - lr->pos);
 		lr->len -= lr->pos;
 		lr->pos = 0;
-		if (lr->len == sizeof(lr->buf)) /* absurdly long line: drop it */
-			lr->len = 0;
+		if (lr->len == sizeof(lr->buf)) {
+			/*
+			 * A line longer than the buffer (a long file name): hand
+			 * out its start, which holds the address range, and skip
+			 * the rest up to its newline.
+			 */
+			*line = lr->buf;
+			*len = lr->len;
+			lr->pos = lr->len;
+			lr->skip_rest = true;
+			return 1;
+		}
 		n = sys_pread(lr->fd, lr->buf + lr->len, sizeof(lr->buf) - lr->len, lr->off);
 		if (n < 0)
 			return (int)n;

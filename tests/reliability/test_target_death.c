@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A target with ~20,000 mappings is killed (SIGKILL) while a call walks
+ * its address space through a pidfd.  A second thread kills it as soon as
+ * the library has one of the child's /proc files open, i.e. once the walk
+ * has started.  Once the process loses its memory, /proc/PID/maps and
+ * smaps read as if they ended there: a call that stops on that must not
+ * report a shorter list as complete.  So every call returns -ESRCH, or
+ * succeeds only with the whole address space seen (the kill came too late),
+ * whatever the flags.
+ *
+ * thp_apply_*() on another process need process_madvise(), which valgrind
+ * does not know: there the cases run natively in a child instead (20,000
+ * mappings are too many for valgrind anyway).
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../helpers.h"
+#include "thp/thp.h"
+
+#define NR_PAGES 20000 /* alternating protection: one mapping each */
+#define ITERATIONS 20
+
+struct victim {
+	pid_t pid;
+	int pidfd;
+	uint64_t base;      /* the 20,000 pages */
+	size_t nr_mappings; /* all of the child's mappings, [vsyscall] excluded */
+};
+
+static void victim_start(struct victim *v)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	int pfd[2];
+	uint64_t base = 0;
+	struct vma_counts c;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	v->pid = fork();
+	ck_assert_int_ge(v->pid, 0);
+	if (v->pid == 0) {
+		char *p = mmap(NULL, (size_t)NR_PAGES * (size_t)ps, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (p == MAP_FAILED)
+			_exit(1);
+		for (size_t i = 1; i < NR_PAGES; i += 2)
+			if (mprotect(p + i * (size_t)ps, (size_t)ps, PROT_READ))
+				_exit(1);
+		base = (uintptr_t)p;
+		if (write(pfd[1], &base, sizeof(base)) != sizeof(base))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(pfd[1]);
+	ck_assert_int_eq(read(pfd[0], &base, sizeof(base)), (ssize_t)sizeof(base));
+	close(pfd[0]);
+	v->base = base;
+	v->pidfd = (int)syscall(SYS_pidfd_open, v->pid, 0);
+	ck_assert_int_ge(v->pidfd, 0);
+	smaps_count(v->pid, 0, UINT64_MAX, false, &c);
+	ck_assert_int_ge(c.vmas, NR_PAGES);
+	v->nr_mappings = (size_t)c.vmas;
+}
+
+static void victim_reap(struct victim *v)
+{
+	kill(v->pid, SIGKILL);
+	ck_assert_int_eq(wait_status(v->pid), 128 + SIGKILL);
+	close(v->pidfd);
+}
+
+/* Does this process have a descriptor open on a file under @prefix? */
+static bool have_open(const char *prefix)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d))) {
+		char target[128];
+		ssize_t n = readlinkat(dirfd(d), e->d_name, target, sizeof(target) - 1);
+
+		if (n <= 0)
+			continue;
+		target[n] = 0;
+		found = !strncmp(target, prefix, strlen(prefix));
+	}
+	closedir(d);
+	return found;
+}
+
+struct killer {
+	pthread_t thread;
+	pid_t pid;
+	volatile bool stop; /* the call returned before the walk was seen */
+	volatile bool killed;
+};
+
+/* Kill the child once the library reads one of its /proc files. */
+static void *kill_when_walking(void *arg)
+{
+	struct killer *k = arg;
+	char prefix[64];
+
+	snprintf(prefix, sizeof(prefix), "/proc/%d/", (int)k->pid);
+	while (!k->stop) {
+		if (have_open(prefix)) {
+			kill(k->pid, SIGKILL);
+			k->killed = true;
+			break;
+		}
+	}
+	return NULL;
+}
+
+static void killer_start(struct killer *k, pid_t pid)
+{
+	memset(k, 0, sizeof(*k));
+	k->pid = pid;
+	ck_assert_int_eq(pthread_create(&k->thread, NULL, kill_when_walking, k), 0);
+}
+
+static bool killer_join(struct killer *k)
+{
+	k->stop = true;
+	ck_assert_int_eq(pthread_join(k->thread, NULL), 0);
+	return k->killed;
+}
+
+/* Counts over the iterations, for the message and the non-vacuity check. */
+struct tally {
+	unsigned int esrch, complete, not_killed;
+};
+
+static void tally_print(const char *what, const struct tally *t)
+{
+	fprintf(stderr, "%s: %u x -ESRCH, %u x complete before the kill, %u x never killed\n",
+		what, t->esrch, t->complete, t->not_killed);
+	/* Otherwise the test proved nothing: the kill always came too late. */
+	ck_assert_msg(t->esrch > 0, "%s: no call saw its target die", what);
+}
+
+START_TEST(apply_all_target_killed)
+{
+	static struct thp_report failures[NR_PAGES + 64];
+	struct tally tl = { 0 };
+
+	if (under_valgrind()) {
+		run_tcase_natively("apply_all");
+		return;
+	}
+	for (int it = 0; it < ITERATIONS; it++) {
+		/* COLLAPSE fails on every one-page mapping: SKIP_ERRORS passes over each. */
+		THP_OPTS(thp_apply_all_opts, a, .advice = THP_ADVICE_COLLAPSE,
+			 .flags = THP_F_SKIP_ERRORS, .failures = failures,
+			 .failures_cap = sizeof(failures) / sizeof(failures[0]));
+		struct victim v;
+		struct killer k;
+		int r;
+
+		victim_start(&v);
+		a.pidfd = v.pidfd;
+		killer_start(&k, v.pid);
+		r = thp_apply_all(&a);
+		if (!killer_join(&k))
+			tl.not_killed++;
+		ck_assert_msg(r == -ESRCH || (r >= 0 && a.mappings_seen == v.nr_mappings),
+			      "iteration %d: thp_apply_all(SKIP_ERRORS) returned %d (%s) after "
+			      "seeing %llu of %zu mappings (%llu advised, %llu skipped)", it, r,
+			      thp_strerror(r), (unsigned long long)a.mappings_seen, v.nr_mappings,
+			      (unsigned long long)a.mappings_advised,
+			      (unsigned long long)a.mappings_skipped);
+		if (r == -ESRCH)
+			tl.esrch++;
+		else
+			tl.complete++;
+		victim_reap(&v);
+	}
+	tally_print("thp_apply_all", &tl);
+}
+END_TEST
+
+START_TEST(apply_ranges_target_killed)
+{
+	static struct thp_range ranges[NR_PAGES];
+	static struct thp_report reports[NR_PAGES];
+	long ps = sysconf(_SC_PAGESIZE);
+	struct tally tl = { 0 };
+
+	if (under_valgrind()) {
+		run_tcase_natively("apply_ranges");
+		return;
+	}
+	for (int it = 0; it < ITERATIONS; it++) {
+		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_COLLAPSE,
+			 .flags = THP_F_SKIP_ERRORS, .reports = reports);
+		struct victim v;
+		struct killer k;
+		int r;
+
+		victim_start(&v);
+		for (size_t i = 0; i < NR_PAGES; i++) {
+			ranges[i].addr = v.base + i * (uint64_t)ps;
+			ranges[i].len = (uint64_t)ps;
+		}
+		o.pidfd = v.pidfd;
+		killer_start(&k, v.pid);
+		r = thp_apply_ranges(ranges, NR_PAGES, &o);
+		if (!killer_join(&k))
+			tl.not_killed++;
+		if (r >= 0) {
+			/* Success only when every range was tried on a live process. */
+			for (size_t i = 0; i < NR_PAGES; i++)
+				ck_assert_msg(reports[i].attempted && reports[i].error != ESRCH,
+					      "iteration %d: returned %d but range %zu %s", it, r,
+					      i, reports[i].attempted ? "failed with ESRCH"
+									: "was not attempted");
+			tl.complete++;
+		} else {
+			ck_assert_msg(r == -ESRCH, "iteration %d: thp_apply_ranges returned %d (%s)",
+				      it, r, thp_strerror(r));
+			tl.esrch++;
+		}
+		victim_reap(&v);
+	}
+	tally_print("thp_apply_ranges", &tl);
+}
+END_TEST
+
+START_TEST(query_target_killed)
+{
+	static struct thp_mapping_state states[NR_PAGES + 64];
+	struct tally tl = { 0 };
+
+	if (under_valgrind()) {
+		run_tcase_natively("query");
+		return;
+	}
+	for (int it = 0; it < ITERATIONS; it++) {
+		THP_OPTS(thp_query_opts, q, .states = states,
+			 .states_cap = sizeof(states) / sizeof(states[0]));
+		struct victim v;
+		struct killer k;
+		int r;
+
+		victim_start(&v);
+		q.pidfd = v.pidfd;
+		killer_start(&k, v.pid);
+		r = thp_query(&q);
+		if (!killer_join(&k))
+			tl.not_killed++;
+		ck_assert_msg(r == -ESRCH || (r >= 0 && q.states_needed == v.nr_mappings),
+			      "iteration %d: thp_query returned %d (%s) with %zu of %zu mappings",
+			      it, r, thp_strerror(r), q.states_needed, v.nr_mappings);
+		if (r == -ESRCH)
+			tl.esrch++;
+		else
+			tl.complete++;
+		victim_reap(&v);
+	}
+	tally_print("thp_query", &tl);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("target_death");
+	struct {
+		const char *name;
+		const TTest *test;
+	} cases[] = {
+		{ "apply_all", apply_all_target_killed },
+		{ "apply_ranges", apply_ranges_target_killed },
+		{ "query", query_target_killed },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		TCase *tc = tcase_create(cases[i].name);
+
+		tcase_set_timeout(tc, 100);
+		tcase_add_test(tc, cases[i].test);
+		suite_add_tcase(s, tc);
+	}
+	return run_suite(s);
+}
