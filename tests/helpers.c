@@ -10,12 +10,14 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -639,4 +641,171 @@ void run_cmd(struct run *r, const struct spawn_opts *o, char *const argv[])
 		close(out);
 	close(err);
 	r->status = wait_status(pid);
+}
+
+/* ---- A process whose maps line is longer than libthp's line buffer ---- */
+
+/* The whole of /proc/self/maps into a malloc()ed string; NULL on failure. */
+static char *read_own_maps(void)
+{
+	size_t cap = 1 << 20, len = 0;
+	char *buf = malloc(cap + 1);
+	int fd = open("/proc/self/maps", O_RDONLY);
+	ssize_t n;
+
+	if (!buf || fd < 0) {
+		free(buf);
+		return NULL;
+	}
+	while (len < cap && (n = read(fd, buf + len, cap - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	buf[len] = 0;
+	return buf;
+}
+
+/* The maps line of the mapping at @addr in @maps (cut at its newline), or NULL. */
+static char *maps_line_at(char *maps, uint64_t addr)
+{
+	char key[32];
+	char *line;
+
+	snprintf(key, sizeof(key), "%llx-", (unsigned long long)addr);
+	for (line = maps; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		if (!strncmp(line, key, strlen(key))) {
+			char *nl = strchr(line, '\n');
+
+			if (nl)
+				*nl = 0;
+			return line;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * In the child: a directory chain under /tmp, a file in it, its mapping,
+ * and the file renamed so that its maps line holds LONG_NAME_FORGED_LINE
+ * from byte LONG_NAME_CUT on.  The files are removed again (the mapping
+ * keeps the name, " (deleted)" added).  Returns the mapping, or NULL.
+ */
+static void *build_long_name_mapping(void)
+{
+	/* First component: what a terminal must not get raw (ESC, BEL, DEL, C1 CSI, bad UTF-8). */
+	static const char first[] = "esc\x1b]0;owned\x07 del\x7f csi\xc2\x9b bad\xff\xfe";
+	char base[] = "/tmp/thp-longname-XXXXXX";
+	char comp[241], fill[241], name[256];
+	const char *names[64];
+	int fds[64], nfds = 0, fd;
+	size_t off, est;
+	char *maps, *line;
+	void *p = NULL;
+
+	if (!mkdtemp(base) || (fds[nfds++] = open(base, O_DIRECTORY)) < 0)
+		return NULL;
+	/* Newlines are shown as "\012": 120 of them make 240 bytes 600 in the line. */
+	for (size_t i = 0; i < 240; i += 2)
+		memcpy(comp + i, "d\n", 2);
+	comp[240] = 0;
+	/*
+	 * The line up to the file name: ~75 bytes of range, flags and inode,
+	 * then the path.  Get within ~120 bytes of the cut with @comp and
+	 * plain @fill components; the file name makes up the rest exactly.
+	 */
+	est = 80 + strlen(base);
+	while (est + 1 + 120 < LONG_NAME_CUT && nfds < 63) {
+		size_t room = LONG_NAME_CUT - 120 - est - 1;
+		const char *n = nfds == 1 ? first : room >= 600 ? comp : fill;
+
+		if (n == fill) {
+			room = room < 240 ? room : 240;
+			memset(fill, 'y', room);
+			fill[room] = 0;
+		}
+		if (!room || mkdirat(fds[nfds - 1], n, 0700) ||
+		    (fds[nfds] = openat(fds[nfds - 1], n, O_DIRECTORY)) < 0)
+			goto out;
+		names[nfds - 1] = n == fill ? strdup(fill) : n;
+		nfds++;
+		est += 1 + (n == comp ? 600 : strlen(n));
+	}
+	fd = openat(fds[nfds - 1], "f", O_CREAT | O_RDWR, 0600);
+	if (fd < 0)
+		goto out;
+	p = ftruncate(fd, 4096) ? MAP_FAILED : mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		p = NULL;
+		goto out;
+	}
+	/* Where the file name starts in the line fixes the filler before the forgery. */
+	maps = read_own_maps();
+	line = maps ? maps_line_at(maps, (uintptr_t)p) : NULL;
+	off = line && strlen(line) >= 2 && !strcmp(line + strlen(line) - 2, "/f")
+		      ? strlen(line) - 1 : SIZE_MAX;
+	free(maps);
+	if (off > LONG_NAME_CUT || LONG_NAME_CUT - off + strlen(LONG_NAME_FORGED_LINE) >= 256) {
+		p = NULL;
+		goto out;
+	}
+	memset(name, 'x', LONG_NAME_CUT - off);
+	snprintf(name + (LONG_NAME_CUT - off), sizeof(name) - (LONG_NAME_CUT - off), "%s",
+		 LONG_NAME_FORGED_LINE);
+	if (renameat(fds[nfds - 1], "f", fds[nfds - 1], name)) {
+		p = NULL;
+		goto out;
+	}
+	unlinkat(fds[nfds - 1], name, 0);
+	/* Check that the forgery starts where the line buffer ends. */
+	maps = read_own_maps();
+	line = maps ? maps_line_at(maps, (uintptr_t)p) : NULL;
+	if (!line || strlen(line) <= LONG_NAME_CUT ||
+	    strncmp(line + LONG_NAME_CUT, LONG_NAME_FORGED_LINE, strlen(LONG_NAME_FORGED_LINE)))
+		p = NULL;
+	free(maps);
+out:
+	/* Remove the chain from the bottom: each by its parent, the paths are too long. */
+	while (nfds > 1) {
+		close(fds[--nfds]);
+		unlinkat(fds[nfds - 1], names[nfds - 1], AT_REMOVEDIR);
+		if (names[nfds - 1] != first && names[nfds - 1] != comp)
+			free((char *)names[nfds - 1]);
+	}
+	close(fds[0]);
+	rmdir(base);
+	return p;
+}
+
+void long_name_child_start(struct long_name_child *c)
+{
+	int pfd[2];
+	uint64_t range[2] = { 0, 0 };
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	c->pid = fork();
+	ck_assert_int_ge(c->pid, 0);
+	if (c->pid == 0) {
+		void *p = build_long_name_mapping();
+
+		if (p) {
+			range[0] = (uintptr_t)p;
+			range[1] = (uintptr_t)p + 4096;
+		}
+		if (write(pfd[1], range, sizeof(range)) != sizeof(range) || !p)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(pfd[1]);
+	ck_assert_int_eq(read(pfd[0], range, sizeof(range)), (ssize_t)sizeof(range));
+	close(pfd[0]);
+	ck_assert_msg(range[0] != 0, "the child could not build its long-named mapping");
+	c->start = range[0];
+	c->end = range[1];
+}
+
+void long_name_child_stop(struct long_name_child *c)
+{
+	kill(c->pid, SIGKILL);
+	wait_status(c->pid);
 }

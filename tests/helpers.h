@@ -205,4 +205,30 @@ int wait_status(pid_t pid);
 /* spawn() + collect() + wait_status(); @o NULL: stdin /dev/null, stdout collected. */
 void run_cmd(struct run *r, const struct spawn_opts *o, char *const argv[]);
 
+/* ---- A mapping name that forges /proc text ---- */
+
+/*
+ * libthp's line buffer (struct line_reader) and the line a reader that
+ * drops only a line's first LONG_NAME_CUT bytes would take from the rest:
+ * a 1 GiB mapping that does not exist.
+ */
+#define LONG_NAME_CUT 8192
+#define LONG_NAME_FORGED_START 0x40000000ULL
+#define LONG_NAME_FORGED_LINE "40000000-80000000 rw-p 00000000 00:00 0 FORGED"
+
+/*
+ * A child (forked, paused) that maps one page of a file whose path, with
+ * the kernel's escaping of newlines, puts LONG_NAME_FORGED_LINE at byte
+ * LONG_NAME_CUT of the mapping's maps/smaps line.  The path's first
+ * component holds ESC, BEL, DEL, a C1 control and bytes that are not UTF-8.
+ */
+struct long_name_child {
+	pid_t pid;
+	uint64_t start, end; /* the real mapping */
+};
+
+void long_name_child_start(struct long_name_child *c);
+/* SIGKILL and reap. */
+void long_name_child_stop(struct long_name_child *c);
+
 #endif

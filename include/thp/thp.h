@@ -306,7 +306,13 @@ struct thp_mapping_state {
 	uint32_t reserved0;        /**< Zero. */
 	uint64_t anon_huge_bytes;  /**< AnonHugePages in bytes. */
 	uint64_t rss_bytes;        /**< Rss in bytes. */
-	char name[64];             /**< Path or [heap]/[stack]/..., truncated; "" if anonymous. */
+	/**
+	 * Path or [heap]/[stack]/..., truncated, NUL-terminated; "" if
+	 * anonymous.  Chosen by the target process (any bytes but NUL and
+	 * newline; the kernel shows a newline as "\012"): untrusted data,
+	 * escape it before showing it.
+	 */
+	char name[64];
 };
 
 /** Options for thp_query(). */

@@ -461,6 +461,48 @@ START_TEST(status_never)
 END_TEST
 
 /* Without -p thpctl shows itself, whose policy it can read exactly. */
+/*
+ * A process names its mappings: a file path whose maps line is longer than
+ * libthp's line buffer, with a tail that reads as a 1 GiB mapping, and
+ * control characters.  Root's status lists the real mapping with its real
+ * range, never the forged one, and shows the name as escaped data.
+ */
+START_TEST(status_long_name)
+{
+	static const char *const raw[] = { "\x1b", "\x07", "\x7f", "\xc2\x9b", "\xff" };
+	struct long_name_child c;
+	struct run r;
+	char pid[16], want[512], *line;
+
+	long_name_child_start(&c);
+	FMT(pid, "%d", (int)c.pid);
+	thpctl(&r, "status", "-p", pid, NULL);
+	assert_exit(&r, 0);
+	line = strstr(r.out, FMT(want, "\n0x%llx-0x%llx ", (unsigned long long)c.start,
+				 (unsigned long long)c.end));
+	ck_assert_msg(line, "the long-named mapping is missing:\n%.3000s", r.out);
+	ck_assert_msg(strstr(line, "/tmp/thp-longname-"), "%.200s", line);
+	ck_assert_msg(!strstr(r.out, FMT(want, "\n0x%llx-", LONG_NAME_FORGED_START)),
+		      "the forged mapping is listed:\n%.3000s", r.out);
+	for (size_t i = 0; i < sizeof(raw) / sizeof(raw[0]); i++)
+		ck_assert_msg(!strstr(r.out, raw[i]), "raw byte 0x%02x in the output",
+			      (unsigned char)raw[i][0]);
+	ck_assert_msg(strstr(line, "esc\\x1b]0;owned\\x07 del\\x7f csi\\xc2\\x9b bad\\xff\\xfe"),
+		      "name not escaped: %.200s", line);
+
+	thpctl(&r, "status", "-p", pid, "--json", NULL);
+	assert_exit(&r, 0);
+	json_check(r.out, FMT(want,
+		"m = [x for x in d['mappings'] if x['start'] == '0x%llx']\n"
+		"assert len(m) == 1 and m[0]['end'] == '0x%llx', m\n"
+		"assert m[0]['name'].startswith('/tmp/thp-longname-'), m\n"
+		"assert 'esc\\x1b]0;owned\\x07 del\\x7f csi\\x9b bad\\ufffd\\ufffd' in m[0]['name'], m\n"
+		"assert not [x for x in d['mappings'] if int(x['start'], 16) == 0x%llx], 'forged'\n",
+		(unsigned long long)c.start, (unsigned long long)c.end, LONG_NAME_FORGED_START));
+	long_name_child_stop(&c);
+}
+END_TEST
+
 START_TEST(status_self)
 {
 	struct run r;
@@ -805,6 +847,7 @@ static Suite *thpctl_suite(void)
 	tcase_add_test(tc, status_remote_json);
 	tcase_add_test(tc, status_never);
 	tcase_add_test(tc, status_self);
+	tcase_add_test(tc, status_long_name);
 	tcase_add_test(tc, apply_remote_collapse);
 	tcase_add_test(tc, apply_remote_collapse_json);
 	tcase_add_test(tc, apply_remote_huge_refused);

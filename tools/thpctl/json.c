@@ -11,14 +11,15 @@ void json_init(struct json *j, FILE *f)
 	j->depth = -1; /* no open container yet */
 }
 
-/* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */
-static size_t utf8_len(const unsigned char *s)
+size_t utf8_char(const unsigned char *s, uint32_t *code_point)
 {
 	unsigned int c = s[0], cp;
 	size_t n;
 
-	if (c < 0x80)
+	if (c < 0x80) {
+		*code_point = c;
 		return 1;
+	}
 	if (c >= 0xc2 && c <= 0xdf) {
 		n = 2;
 		cp = c & 0x1f;
@@ -40,6 +41,7 @@ static size_t utf8_len(const unsigned char *s)
 	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
 	    (cp >= 0xd800 && cp <= 0xdfff))
 		return 0;
+	*code_point = cp;
 	return n;
 }
 
@@ -50,6 +52,7 @@ void json_write_string(FILE *f, const char *str)
 	fputc('"', f);
 	while (*s) {
 		unsigned char c = *s;
+		uint32_t cp;
 		size_t n;
 
 		switch (c) {
@@ -67,7 +70,7 @@ void json_write_string(FILE *f, const char *str)
 			s++;
 			continue;
 		}
-		n = utf8_len(s);
+		n = utf8_char(s, &cp);
 		if (n == 0) {
 			fputs("\\ufffd", f);
 			s++;

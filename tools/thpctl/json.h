@@ -12,6 +12,7 @@
 #define THPCTL_JSON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -24,6 +25,11 @@ struct json {
 };
 
 void json_init(struct json *j, FILE *f);
+/*
+ * The valid UTF-8 sequence at @s: its length and *@code_point, or 0 when
+ * the bytes are not one (also at a NUL inside it).
+ */
+size_t utf8_char(const unsigned char *s, uint32_t *code_point);
 /*
  * Start one thpctl document on @f: the top-level object with "version"
  * (the schema of doc/thpctl-json.md) and "command".

@@ -63,20 +63,42 @@ static const char *advice_word(const struct thp_mapping_state *m)
 	return m->advised_huge ? "huge" : m->advised_nohuge ? "nohuge" : "-";
 }
 
-/* A mapping name made safe for a terminal: control bytes and '\' escaped. */
+/*
+ * Characters a terminal does not show as themselves: C0 and C1 controls,
+ * DEL, and the bidirectional formatting marks that reorder what is shown.
+ */
+static bool invisible(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x200e || cp == 0x200f ||
+	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/*
+ * A mapping name is chosen by the target process (a file name): shown as
+ * data, never as terminal input.  Invisible characters and bytes that are
+ * not UTF-8 come out as \xNN per byte, and '\' as "\\".
+ */
 static void print_name(const char *name)
 {
-	if (!name[0]) {
+	const unsigned char *p = (const unsigned char *)name;
+
+	if (!*p) {
 		fputs("[anon]", stdout);
 		return;
 	}
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			printf("\\x%02x", *p);
-		else if (*p == '\\')
+	while (*p) {
+		uint32_t cp = 0;
+		size_t n = utf8_char(p, &cp);
+
+		if (n == 0 || invisible(cp)) {
+			for (size_t i = 0; i < (n ? n : 1); i++)
+				printf("\\x%02x", p[i]);
+		} else if (*p == '\\') {
 			fputs("\\\\", stdout);
-		else
-			putchar(*p);
+		} else {
+			fwrite(p, 1, n, stdout);
+		}
+		p += n ? n : 1;
 	}
 }
 
