@@ -93,6 +93,8 @@ THP_API const char *thp_strerror(int err)
 		return "not a valid pidfd";
 	case ESRCH:
 		return "the target process has exited";
+	case ENOENT:
+		return "a /proc file libthp needs is missing (is /proc mounted?)";
 	case EOPNOTSUPP:
 		return "not possible on this kernel or for this target (see thp_strerror_detail())";
 	case ENOMEM:

@@ -11,7 +11,10 @@
 #include "internal.h"
 #include "syscall.h"
 
-/* The pid behind a pidfd, from /proc/self/fdinfo ("Pid:" line; -1 if exited). */
+/*
+ * The pid behind a pidfd, from /proc/self/fdinfo ("Pid:" line; -1 if
+ * exited).  Sets the detail on failure.
+ */
 static int pidfd_to_pid(int pidfd, pid_t *pid)
 {
 	char path[64], buf[1024];
@@ -20,16 +23,30 @@ static int pidfd_to_pid(int pidfd, pid_t *pid)
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
 	n = sys_read_file(path, buf, sizeof(buf));
-	if (n == -ENOENT || n == 0)
+	if (n == -ENOENT && fcntl(pidfd, F_GETFD) >= 0) {
+		/* An open descriptor has an fdinfo file wherever procfs is. */
+		report_set_detail("%s does not exist: /proc is not mounted (libthp needs procfs "
+				  "for another process)", path);
+		return -ENOENT;
+	}
+	if (n == -ENOENT || n == 0) {
+		report_set_detail("descriptor %d is not open", pidfd);
 		return -EBADF;
-	if (n < 0)
+	}
+	if (n < 0) {
+		report_set_detail("cannot read %s: %s", path, strerror((int)-n));
 		return (int)n;
+	}
 	line = strstr(buf, "\nPid:");
-	if (!line)
-		return -EBADF; /* an open fd, but not a pidfd */
+	if (!line) {
+		report_set_detail("descriptor %d is not a pidfd", pidfd);
+		return -EBADF;
+	}
 	*pid = (pid_t)strtol(line + 5, NULL, 10);
-	if (*pid <= 0)
+	if (*pid <= 0) {
+		report_set_detail("the process behind pidfd %d has exited", pidfd);
 		return -ESRCH;
+	}
 	return 0;
 }
 
@@ -55,11 +72,8 @@ int target_open(int pidfd, struct thp_target *t)
 		return -EBADF;
 	}
 	err = pidfd_to_pid(pidfd, &t->pid);
-	if (err) {
-		report_set_detail(err == -ESRCH ? "the process behind pidfd %d has exited"
-						: "descriptor %d is not a pidfd", pidfd);
+	if (err)
 		return err;
-	}
 	t->pidfd = pidfd;
 	t->self = t->pid == getpid();
 	return 0;
