@@ -9,12 +9,15 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -786,6 +789,59 @@ static void wait_zombie(pid_t pid)
  * The target exits after thpctl found it (a zombie still has its pid, so
  * pidfd_open works, but the address space is gone): clear message, status 1.
  */
+/*
+ * Without /proc, thpctl from the build tree still takes the build tree's
+ * preload (found from AT_EXECFN, not a /proc lookup that falls back to the
+ * installed one), and status on another process says /proc is missing.
+ * The test process unmounts /proc in a mount namespace of its own: Check
+ * runs each test in a process of its own (CK_FORK).
+ */
+START_TEST(without_proc)
+{
+	const char *fork_mode = getenv("CK_FORK");
+	char *preload = realpath(env_path("THP_PRELOAD"), NULL);
+	char libdir[PATH_MAX + 32], want[PATH_MAX + 64], pid[16], *line;
+	const char *env[] = { libdir, NULL };
+	struct spawn_opts o = { .env = env, .stdin_fd = -1, .stdout_fd = -1 };
+	struct run r;
+
+	ck_assert_msg(!fork_mode || strcmp(fork_mode, "no"), "needs CK_FORK=yes");
+	ck_assert_ptr_nonnull(preload);
+	/* ld.so resolves the build tree's $ORIGIN rpath through /proc: name the directory. */
+	FMT(libdir, "LD_LIBRARY_PATH=%s", env_path("LIBTHP_SO"));
+	*strrchr(libdir, '/') = 0;
+	if (unshare(CLONE_NEWNS) || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) ||
+	    umount2("/proc", MNT_DETACH)) {
+		ck_assert_msg(errno == EPERM && getuid() != 0 && !in_ci(),
+			      "cannot unmount /proc in a private namespace: %s", strerror(errno));
+		fprintf(stderr, "without_proc: not checked: unmounting /proc needs root\n");
+		free(preload);
+		return;
+	}
+	ck_assert_msg(access("/proc/self", F_OK) != 0, "something is still mounted on /proc");
+
+	run_cmd(&r, &o, (char *const[]){ (char *)env_path("THPCTL"), "probe", NULL });
+	assert_exit(&r, 0);
+	ck_assert_msg(strstr(r.out, FMT(want, "preload: available (%s ", preload)),
+		      "probe does not offer the build tree's preload %s:\n%.3000s", preload, r.out);
+
+	run_cmd(&r, &o, (char *const[]){ (char *)env_path("THPCTL"), "run", "--policy", "huge",
+					 "--", "/usr/bin/env", NULL });
+	assert_exit(&r, 0);
+	/* A kernel that keeps HUGE across exec needs no preload; any preload is ours. */
+	line = strstr(r.out, "LD_PRELOAD=");
+	FMT(want, "LD_PRELOAD=%s\n", preload);
+	if (line)
+		ck_assert_msg(!strncmp(line, want, strlen(want)), "run took another preload: %.300s",
+			      line);
+
+	run_cmd(&r, &o, (char *const[]){ (char *)env_path("THPCTL"), "status", "-p",
+					 FMT(pid, "%d", (int)getpid()), NULL });
+	assert_error(&r, 1, "/proc is not mounted");
+	free(preload);
+}
+END_TEST
+
 START_TEST(exited_target)
 {
 	struct target t;
@@ -857,6 +913,7 @@ static Suite *thpctl_suite(void)
 	tcase_add_test(tc, apply_bad_ranges);
 	tcase_add_test(tc, bad_pids);
 	tcase_add_test(tc, exited_target);
+	tcase_add_test(tc, without_proc);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -99,6 +99,7 @@ static void fill_backends(const struct thp_probe_info *pi, struct backend_line *
 {
 	for (unsigned int id = 1; id < THP_BACKEND_COUNT; id++) {
 		struct backend_line *l = &b[id - 1];
+		const char *why = NULL;
 
 		memset(l, 0, sizeof(*l));
 		l->id = id;
@@ -146,9 +147,11 @@ static void fill_backends(const struct thp_probe_info *pi, struct backend_line *
 				 "advises existing mappings only: not persistent");
 			break;
 		case THP_BACKEND_PRELOAD:
-			l->path = thpctl_preload_path();
-			l->available = access(l->path, R_OK) == 0;
-			if (l->available)
+			l->path = thpctl_preload_path(&why);
+			l->available = l->path && access(l->path, R_OK) == 0;
+			if (!l->path)
+				snprintf(l->reason, sizeof(l->reason), "%s", why);
+			else if (l->available)
 				snprintf(l->reason, sizeof(l->reason),
 					 "%s for \"thpctl run\"; dynamically linked programs only",
 					 l->path);

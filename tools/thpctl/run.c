@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <thp/thp.h>
@@ -108,34 +109,43 @@ static bool is_file(const char *path)
 	return path && *path && access(path, R_OK) == 0;
 }
 
-/* Is this thpctl binary inside @root (the build tree)? */
-static bool running_from(const char *root)
+/*
+ * This thpctl binary, resolved: /proc/self/exe, else the path execve() was
+ * given (AT_EXECFN, which needs no /proc; relative to the start directory,
+ * which thpctl has not left).  Both name the same file, so a missing /proc
+ * does not change the answer.  False when neither resolves.
+ */
+static bool own_path(char exe[PATH_MAX])
 {
-	char exe[PATH_MAX], dir[PATH_MAX];
-	size_t n;
+	const char *fn = (const char *)getauxval(AT_EXECFN);
 
-	if (!realpath("/proc/self/exe", exe) || !realpath(root, dir))
-		return false;
-	n = strlen(dir);
-	return !strncmp(exe, dir, n) && exe[n] == '/';
+	return realpath("/proc/self/exe", exe) || (fn && realpath(fn, exe));
 }
 
-const char *thpctl_preload_path(void)
+const char *thpctl_preload_path(const char **why)
 {
 	const char *env = getenv("THPCTL_PRELOAD");
+	char root[PATH_MAX], dir[PATH_MAX], exe[PATH_MAX], *slash;
+	size_t n;
 
 	if (env && *env)
 		return env;
-	if (is_file(THPCTL_PRELOAD_BUILD)) {
-		char root[PATH_MAX], *slash;
-
-		/* THPCTL_PRELOAD_BUILD is <build root>/preload/libthp-preload.so. */
-		snprintf(root, sizeof(root), "%s", THPCTL_PRELOAD_BUILD);
-		for (int up = 0; up < 2 && (slash = strrchr(root, '/')); up++)
-			*slash = 0;
-		if (running_from(root))
-			return THPCTL_PRELOAD_BUILD;
+	/* THPCTL_PRELOAD_BUILD is <build root>/preload/libthp-preload.so. */
+	snprintf(root, sizeof(root), "%s", THPCTL_PRELOAD_BUILD);
+	for (int up = 0; up < 2 && (slash = strrchr(root, '/')); up++)
+		*slash = 0;
+	/* No build tree (any more): this is an installed thpctl. */
+	if (!*root || !realpath(root, dir))
+		return THPCTL_PRELOAD_INSTALLED;
+	if (!own_path(exe)) {
+		*why = "cannot tell whether this thpctl runs from its build tree (neither "
+		       "/proc/self/exe nor AT_EXECFN resolves); set THPCTL_PRELOAD";
+		return NULL;
 	}
+	/* A thpctl inside the build tree takes that tree's preload, built or not. */
+	n = strlen(dir);
+	if (!strncmp(exe, dir, n) && exe[n] == '/')
+		return THPCTL_PRELOAD_BUILD;
 	return THPCTL_PRELOAD_INSTALLED;
 }
 
@@ -146,9 +156,14 @@ const char *thpctl_preload_path(void)
  */
 static char *find_preload(void)
 {
-	const char *path = thpctl_preload_path();
+	const char *why = NULL;
+	const char *path = thpctl_preload_path(&why);
 	char *abs;
 
+	if (!path) {
+		thpctl_error("run: no preload: %s", why);
+		return NULL;
+	}
 	if (!is_file(path)) {
 		thpctl_error("run: cannot read %s: %s (set THPCTL_PRELOAD to its path)", path,
 			     strerror(errno ? errno : ENOENT));

@@ -29,10 +29,11 @@ void thpctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
  * The libthp-preload.so that "thpctl run --policy huge" uses (run.c):
- * $THPCTL_PRELOAD, else the build tree's when this thpctl runs from that
- * build tree, else the installed one.  Not checked to exist.
+ * $THPCTL_PRELOAD, else the build tree's when this thpctl binary lies in
+ * that build tree, else the installed one.  Not checked to exist.  NULL
+ * with *@why set when it cannot tell where this binary is.
  */
-const char *thpctl_preload_path(void);
+const char *thpctl_preload_path(const char **why);
 
 /* "huge" / "nohuge" / "never" / "system" -> enum thp_policy; -1 if unknown. */
 int thpctl_parse_policy(const char *name);
