@@ -147,7 +147,9 @@ struct thp_apply_opts {
  *         unless THP_F_SKIP_ERRORS), or a negative errno:
  *         -EINVAL bad advice, flags, alignment, wrapping range, NULL pointer,
  *         size below VER0; -E2BIG non-zero unknown tail; -EBADF bad pidfd;
- *         -ESRCH target exited; -EOPNOTSUPP advice/backend not possible for
+ *         -ESRCH target exited (also during the call, whatever the flags);
+ *         -ENOENT /proc not mounted (the detail names the missing path);
+ *         -EOPNOTSUPP advice/backend not possible for
  *         this target; -ENOMEM a gap (default mode); any errno the kernel
  *         returned for the first failing mapping (default mode).
  */
@@ -188,7 +190,8 @@ struct thp_apply_all_opts {
  *
  * @param opts Options and results; must not be NULL.
  * @return Number of mappings advised without error, or a negative errno as
- *         for thp_apply_ranges().
+ *         for thp_apply_ranges().  A target that exits during the walk is
+ *         -ESRCH even with THP_F_SKIP_ERRORS.
  */
 THP_API int thp_apply_all(struct thp_apply_all_opts *opts);
 
@@ -256,7 +259,8 @@ THP_API int thp_set_default(struct thp_default_opts *opts);
  * persistent = true, since the preload is inherited through the
  * environment; unless THP is disabled completely, where NEVER wins.
  * @param opts Options and results (policy, backend_used, persistent).
- * @return 0, or a negative errno (-EBADF, -ESRCH, -EOPNOTSUPP).
+ * @return 0, or a negative errno (-EBADF, -ESRCH, -EOPNOTSUPP; -ENOENT for a
+ *         pidfd when /proc is not mounted).
  */
 THP_API int thp_get_default(struct thp_default_opts *opts);
 
@@ -334,7 +338,8 @@ struct thp_query_opts {
  * AnonHugePages) from /proc/PID/smaps.
  * @param opts Options and results.
  * @return Number of states written (min(states_needed, states_cap)), or a
- *         negative errno.
+ *         negative errno: -EBADF, -ESRCH (also when the target exits while
+ *         smaps is read: never a shorter list), -ENOENT /proc not mounted.
  */
 THP_API int thp_query(struct thp_query_opts *opts);
 
