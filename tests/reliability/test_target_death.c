@@ -142,138 +142,112 @@ static bool killer_join(struct killer *k)
 	return k->killed;
 }
 
-/* Counts over the iterations, for the message and the non-vacuity check. */
-struct tally {
-	unsigned int esrch, complete, not_killed;
-};
-
-static void tally_print(const char *what, const struct tally *t)
+/*
+ * @iterations rounds of: a new victim, the killer thread, @call on it (which
+ * checks the result and returns true for -ESRCH).  Prints the counts and
+ * fails unless at least one call saw its target die.
+ */
+static void run_killed(const char *what, const char *tcase,
+		       bool (*call)(const struct victim *v, int it))
 {
+	unsigned int esrch = 0, complete = 0, not_killed = 0;
+
+	if (under_valgrind()) {
+		run_tcase_natively(tcase);
+		return;
+	}
+	for (int it = 0; it < ITERATIONS; it++) {
+		struct victim v;
+		struct killer k;
+		bool died;
+
+		victim_start(&v);
+		killer_start(&k, v.pid);
+		died = call(&v, it);
+		if (!killer_join(&k))
+			not_killed++;
+		if (died)
+			esrch++;
+		else
+			complete++;
+		victim_reap(&v);
+	}
 	fprintf(stderr, "%s: %u x -ESRCH, %u x complete before the kill, %u x never killed\n",
-		what, t->esrch, t->complete, t->not_killed);
+		what, esrch, complete, not_killed);
 	/* Otherwise the test proved nothing: the kill always came too late. */
-	ck_assert_msg(t->esrch > 0, "%s: no call saw its target die", what);
+	ck_assert_msg(esrch > 0, "%s: no call saw its target die", what);
+}
+
+static bool apply_all_call(const struct victim *v, int it)
+{
+	static struct thp_report failures[NR_PAGES + 64];
+	/* COLLAPSE fails on every one-page mapping: SKIP_ERRORS passes over each. */
+	THP_OPTS(thp_apply_all_opts, a, .pidfd = v->pidfd, .advice = THP_ADVICE_COLLAPSE,
+		 .flags = THP_F_SKIP_ERRORS, .failures = failures,
+		 .failures_cap = sizeof(failures) / sizeof(failures[0]));
+	int r = thp_apply_all(&a);
+
+	ck_assert_msg(r == -ESRCH || (r >= 0 && a.mappings_seen == v->nr_mappings),
+		      "iteration %d: thp_apply_all(SKIP_ERRORS) returned %d (%s) after seeing "
+		      "%llu of %zu mappings (%llu advised, %llu skipped)", it, r, thp_strerror(r),
+		      (unsigned long long)a.mappings_seen, v->nr_mappings,
+		      (unsigned long long)a.mappings_advised,
+		      (unsigned long long)a.mappings_skipped);
+	return r == -ESRCH;
+}
+
+static bool apply_ranges_call(const struct victim *v, int it)
+{
+	static struct thp_range ranges[NR_PAGES];
+	static struct thp_report reports[NR_PAGES];
+	long ps = sysconf(_SC_PAGESIZE);
+	THP_OPTS(thp_apply_opts, o, .pidfd = v->pidfd, .advice = THP_ADVICE_COLLAPSE,
+		 .flags = THP_F_SKIP_ERRORS, .reports = reports);
+	int r;
+
+	for (size_t i = 0; i < NR_PAGES; i++) {
+		ranges[i].addr = v->base + i * (uint64_t)ps;
+		ranges[i].len = (uint64_t)ps;
+	}
+	r = thp_apply_ranges(ranges, NR_PAGES, &o);
+	ck_assert_msg(r >= 0 || r == -ESRCH, "iteration %d: thp_apply_ranges returned %d (%s)",
+		      it, r, thp_strerror(r));
+	/* Success only when every range was tried on a live process. */
+	for (size_t i = 0; r >= 0 && i < NR_PAGES; i++)
+		ck_assert_msg(reports[i].attempted && reports[i].error != ESRCH,
+			      "iteration %d: returned %d but range %zu %s", it, r, i,
+			      reports[i].attempted ? "failed with ESRCH" : "was not attempted");
+	return r == -ESRCH;
+}
+
+static bool query_call(const struct victim *v, int it)
+{
+	static struct thp_mapping_state states[NR_PAGES + 64];
+	THP_OPTS(thp_query_opts, q, .pidfd = v->pidfd, .states = states,
+		 .states_cap = sizeof(states) / sizeof(states[0]));
+	int r = thp_query(&q);
+
+	ck_assert_msg(r == -ESRCH || (r >= 0 && q.states_needed == v->nr_mappings),
+		      "iteration %d: thp_query returned %d (%s) with %zu of %zu mappings", it, r,
+		      thp_strerror(r), q.states_needed, v->nr_mappings);
+	return r == -ESRCH;
 }
 
 START_TEST(apply_all_target_killed)
 {
-	static struct thp_report failures[NR_PAGES + 64];
-	struct tally tl = { 0 };
-
-	if (under_valgrind()) {
-		run_tcase_natively("apply_all");
-		return;
-	}
-	for (int it = 0; it < ITERATIONS; it++) {
-		/* COLLAPSE fails on every one-page mapping: SKIP_ERRORS passes over each. */
-		THP_OPTS(thp_apply_all_opts, a, .advice = THP_ADVICE_COLLAPSE,
-			 .flags = THP_F_SKIP_ERRORS, .failures = failures,
-			 .failures_cap = sizeof(failures) / sizeof(failures[0]));
-		struct victim v;
-		struct killer k;
-		int r;
-
-		victim_start(&v);
-		a.pidfd = v.pidfd;
-		killer_start(&k, v.pid);
-		r = thp_apply_all(&a);
-		if (!killer_join(&k))
-			tl.not_killed++;
-		ck_assert_msg(r == -ESRCH || (r >= 0 && a.mappings_seen == v.nr_mappings),
-			      "iteration %d: thp_apply_all(SKIP_ERRORS) returned %d (%s) after "
-			      "seeing %llu of %zu mappings (%llu advised, %llu skipped)", it, r,
-			      thp_strerror(r), (unsigned long long)a.mappings_seen, v.nr_mappings,
-			      (unsigned long long)a.mappings_advised,
-			      (unsigned long long)a.mappings_skipped);
-		if (r == -ESRCH)
-			tl.esrch++;
-		else
-			tl.complete++;
-		victim_reap(&v);
-	}
-	tally_print("thp_apply_all", &tl);
+	run_killed("thp_apply_all", "apply_all", apply_all_call);
 }
 END_TEST
 
 START_TEST(apply_ranges_target_killed)
 {
-	static struct thp_range ranges[NR_PAGES];
-	static struct thp_report reports[NR_PAGES];
-	long ps = sysconf(_SC_PAGESIZE);
-	struct tally tl = { 0 };
-
-	if (under_valgrind()) {
-		run_tcase_natively("apply_ranges");
-		return;
-	}
-	for (int it = 0; it < ITERATIONS; it++) {
-		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_COLLAPSE,
-			 .flags = THP_F_SKIP_ERRORS, .reports = reports);
-		struct victim v;
-		struct killer k;
-		int r;
-
-		victim_start(&v);
-		for (size_t i = 0; i < NR_PAGES; i++) {
-			ranges[i].addr = v.base + i * (uint64_t)ps;
-			ranges[i].len = (uint64_t)ps;
-		}
-		o.pidfd = v.pidfd;
-		killer_start(&k, v.pid);
-		r = thp_apply_ranges(ranges, NR_PAGES, &o);
-		if (!killer_join(&k))
-			tl.not_killed++;
-		if (r >= 0) {
-			/* Success only when every range was tried on a live process. */
-			for (size_t i = 0; i < NR_PAGES; i++)
-				ck_assert_msg(reports[i].attempted && reports[i].error != ESRCH,
-					      "iteration %d: returned %d but range %zu %s", it, r,
-					      i, reports[i].attempted ? "failed with ESRCH"
-									: "was not attempted");
-			tl.complete++;
-		} else {
-			ck_assert_msg(r == -ESRCH, "iteration %d: thp_apply_ranges returned %d (%s)",
-				      it, r, thp_strerror(r));
-			tl.esrch++;
-		}
-		victim_reap(&v);
-	}
-	tally_print("thp_apply_ranges", &tl);
+	run_killed("thp_apply_ranges", "apply_ranges", apply_ranges_call);
 }
 END_TEST
 
 START_TEST(query_target_killed)
 {
-	static struct thp_mapping_state states[NR_PAGES + 64];
-	struct tally tl = { 0 };
-
-	if (under_valgrind()) {
-		run_tcase_natively("query");
-		return;
-	}
-	for (int it = 0; it < ITERATIONS; it++) {
-		THP_OPTS(thp_query_opts, q, .states = states,
-			 .states_cap = sizeof(states) / sizeof(states[0]));
-		struct victim v;
-		struct killer k;
-		int r;
-
-		victim_start(&v);
-		q.pidfd = v.pidfd;
-		killer_start(&k, v.pid);
-		r = thp_query(&q);
-		if (!killer_join(&k))
-			tl.not_killed++;
-		ck_assert_msg(r == -ESRCH || (r >= 0 && q.states_needed == v.nr_mappings),
-			      "iteration %d: thp_query returned %d (%s) with %zu of %zu mappings",
-			      it, r, thp_strerror(r), q.states_needed, v.nr_mappings);
-		if (r == -ESRCH)
-			tl.esrch++;
-		else
-			tl.complete++;
-		victim_reap(&v);
-	}
-	tally_print("thp_query", &tl);
+	run_killed("thp_query", "query", query_call);
 }
 END_TEST
 
