@@ -12,6 +12,9 @@
 #include "internal.h"
 #include "syscall.h"
 
+/* Lowest address of the kernel half; user mappings all lie below it. */
+#define VSYSCALL_FLOOR (1ULL << 63)
+
 static int parse_hex(const char **p, const char *end, uint64_t *out)
 {
 	uint64_t v = 0;
@@ -190,8 +193,12 @@ static int walk_text(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
 
 		if (maps_parse_line(line, len, &s, &e))
 			continue;
-		/* The vsyscall page is not a VMA and cannot be advised. */
-		if (len >= 10 && !memcmp(line + len - 10, "[vsyscall]", 10))
+		/*
+		 * The vsyscall page is not a VMA and cannot be advised.  Known by
+		 * its address in the kernel half, never by its name: a file
+		 * named "x [vsyscall]" must not hide its mapping from the walk.
+		 */
+		if (s >= VSYSCALL_FLOOR)
 			continue;
 		if (e <= addr)
 			continue;

@@ -414,6 +414,55 @@ static struct rlimit exhaust_fds(int *fds, int cap, int *n)
  * A first call that cannot open /proc/self/maps (EMFILE) must not leave
  * "no PROCMAP_QUERY" behind for the rest of the process's life.
  */
+/*
+ * A mapped file whose name ends in "[vsyscall]" is an ordinary mapping: the
+ * text walk must not pass over it (it once matched the name), so
+ * thp_apply_all() advises it in both walk modes.
+ */
+static void vsyscall_name_child(bool text)
+{
+	char dir[] = "/tmp/thp-vsys-XXXXXX", path[64];
+	int fd, r;
+	void *p;
+	THP_OPTS(thp_apply_all_opts, o, .advice = THP_ADVICE_HUGE, .flags = THP_F_SKIP_ERRORS);
+
+	if (text && force_text_walk())
+		_exit(10);
+	if (!mkdtemp(dir))
+		_exit(11);
+	snprintf(path, sizeof(path), "%s/x [vsyscall]", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 || ftruncate(fd, 2 * MiB))
+		_exit(12);
+	p = mmap(NULL, 2 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	/* Unlinked only afterwards: the name would end in " (deleted)". */
+	if (p == MAP_FAILED)
+		r = 13;
+	else if (thp_apply_all(&o) <= 0)
+		r = 14;
+	else
+		r = vma_hg(getpid(), (uintptr_t)p) ? 0 : 15;
+	unlink(path);
+	rmdir(dir);
+	_exit(r);
+}
+
+START_TEST(vsyscall_name_is_a_mapping)
+{
+	for (int text = 0; text < 2; text++) {
+		pid_t pid = fork();
+		int st;
+
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0)
+			vsyscall_name_child(text);
+		st = wait_status(pid);
+		ck_assert_msg(st == 0, "%s walk: the mapping of \"x [vsyscall]\" was not advised "
+			      "(child status %d: 15 = not hg)", text ? "text" : "PROCMAP_QUERY", st);
+	}
+}
+END_TEST
+
 START_TEST(emfile_does_not_stick)
 {
 	struct spec s = {
@@ -462,6 +511,7 @@ int main(void)
 	tcase_add_test(tc, collapse_after_hole);
 	tcase_add_test(tc, random_layouts);
 	tcase_add_test(tc, emfile_does_not_stick);
+	tcase_add_test(tc, vsyscall_name_is_a_mapping);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
