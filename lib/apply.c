@@ -155,6 +155,14 @@ static bool advise_mapping(const struct apply_ctx *ctx, uint64_t map_start, uint
 			piece_end = (cur | (pmd - 1)) + 1; /* the next extent boundary */
 		whole_extent = collapse && piece_end - cur == pmd;
 		r = apply_piece(ctx, cur, piece_end - cur, &done);
+		/*
+		 * EAGAIN is the kernel's "a page was busy, try again" (e.g.
+		 * isolated by compaction for the very huge page being
+		 * allocated); a call over several extents would have gone on
+		 * past it.  Once more, then it counts.
+		 */
+		if (collapse && r == -EAGAIN)
+			r = apply_piece(ctx, cur, piece_end - cur, &done);
 		if (!collapse)
 			o->advised += done;
 		if (r == 0) {
