@@ -609,7 +609,7 @@ START_TEST(randomized)
 {
 	const char *env = getenv("THP_TEST_SEED");
 	uint64_t seed0 = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
-	unsigned iters = env ? 1 : scaled(30, 3);
+	unsigned iters = env ? 1 : scaled(20, 3);
 	uint32_t be[4];
 	size_t nb = self_backends(be);
 
@@ -642,7 +642,7 @@ static Suite *collapse_suite(void)
 	Suite *s = suite_create("collapse");
 	TCase *tc = tcase_create("core");
 
-	tcase_set_timeout(tc, 60);
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, empty_extent_last_and_first);
 	tcase_add_test(tc, unaligned_head_tail);
 	tcase_add_test(tc, mapping_boundary_inside_extent);
@@ -652,7 +652,7 @@ static Suite *collapse_suite(void)
 	suite_add_tcase(s, tc);
 	/* 2.2 GiB populated: a case of its own, run natively under valgrind. */
 	tc = tcase_create("over_2g");
-	tcase_set_timeout(tc, 60);
+	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, over_2g);
 	suite_add_tcase(s, tc);
 	return s;
