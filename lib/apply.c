@@ -10,6 +10,8 @@
  * and a happy request costs one system call.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "compat.h"
@@ -106,6 +108,65 @@ static int next_mapping(const struct apply_ctx *ctx, struct thp_vma_walk *w, siz
 }
 
 /*
+ * Which extents have a page, from PAGEMAP_SCAN (6.7+) on the target's
+ * pagemap, opened on first use.  MADV_COLLAPSE can only refuse an extent
+ * without one (EINVAL), and a sparse mapping has millions of them (a
+ * sanitizer's shadow: terabytes): once a mapping has failed, its empty
+ * extents are passed over instead of asked about one system call each.
+ */
+struct page_scan {
+	int fd;                     /* -1: not open, or no PAGEMAP_SCAN */
+	bool tried;
+	uint64_t known_to;          /* reg[] describes everything below */
+	size_t nr, idx;
+	struct page_region reg[64];
+};
+
+/* False only when [start, end) surely has no page; @limit bounds a scan. */
+static bool extent_has_page(struct page_scan *ps, const struct thp_target *t, uint64_t start,
+			    uint64_t end, uint64_t limit)
+{
+	if (!ps->tried) {
+		char path[64];
+
+		ps->tried = true;
+		if (t->self)
+			snprintf(path, sizeof(path), "/proc/self/pagemap");
+		else
+			snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)t->pid);
+		ps->fd = sys_open(path, O_RDONLY);
+	}
+	if (ps->fd < 0)
+		return true;
+	if (start >= ps->known_to) {
+		struct pm_scan_arg a = {
+			.size = sizeof(a),
+			.start = start,
+			.end = limit,
+			.vec = (uintptr_t)ps->reg,
+			.vec_len = ARRAY_LEN(ps->reg),
+			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+		};
+		long r = sys_ioctl(ps->fd, PAGEMAP_SCAN, &a);
+
+		if (r < 0 || a.walk_end <= start) {
+			sys_close(ps->fd);
+			ps->fd = -1;
+			return true;
+		}
+		ps->nr = (size_t)r;
+		ps->idx = 0;
+		ps->known_to = a.walk_end;
+	}
+	while (ps->idx < ps->nr && ps->reg[ps->idx].end <= start)
+		ps->idx++;
+	if (ps->idx < ps->nr && ps->reg[ps->idx].start < end)
+		return true;
+	return end > ps->known_to;
+}
+
+/*
  * Record a real failure at @fail_addr of the mapping [map_start, map_end)
  * (its part inside the range): the first one in the range wins over a gap,
  * and the caller hears of each failing mapping once.
@@ -137,7 +198,7 @@ static void note_failure(const struct apply_ctx *ctx, struct range_outcome *o,
  * be huge, but it is never counted.  Returns true when the walk must stop.
  */
 static bool advise_mapping(const struct apply_ctx *ctx, uint64_t map_start, uint64_t start,
-			   uint64_t end, struct range_outcome *o)
+			   uint64_t end, struct range_outcome *o, struct page_scan *scan)
 {
 	bool skip = ctx->flags & THP_F_SKIP_ERRORS;
 	bool gaps_ok = skip || (ctx->flags & THP_F_NO_ERROR_ON_UNMAPPED);
@@ -154,6 +215,11 @@ static bool advise_mapping(const struct apply_ctx *ctx, uint64_t map_start, uint
 		if (collapse && (cur | (pmd - 1)) + 1 < end)
 			piece_end = (cur | (pmd - 1)) + 1; /* the next extent boundary */
 		whole_extent = collapse && piece_end - cur == pmd;
+		/* Its failure is recorded: an extent without a page cannot add to it. */
+		if (collapse && mapping_failed && !extent_has_page(scan, ctx->t, cur, piece_end, end)) {
+			cur = piece_end;
+			continue;
+		}
 		r = apply_piece(ctx, cur, piece_end - cur, &done);
 		/*
 		 * EAGAIN is the kernel's "a page was busy, try again" (e.g.
@@ -198,6 +264,7 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t range_start, uint6
 			uint64_t end, struct range_outcome *o)
 {
 	bool gaps_ok = ctx->flags & (THP_F_SKIP_ERRORS | THP_F_NO_ERROR_ON_UNMAPPED);
+	struct page_scan scan = { .fd = -1 };
 	struct thp_vma_walk w;
 	bool stopped = false;
 	uint64_t cur = start;
@@ -233,9 +300,11 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t range_start, uint6
 		piece_end = v.end < end ? v.end : end;
 		if (!stopped)
 			stopped = advise_mapping(ctx, v.start > range_start ? v.start : range_start,
-						 cur, piece_end, o);
+						 cur, piece_end, o, &scan);
 		cur = piece_end;
 	}
+	if (scan.fd >= 0)
+		sys_close(scan.fd);
 	if (!ctx->layout)
 		vma_walk_close(&w);
 	return err;

@@ -237,6 +237,54 @@ START_TEST(unmapped_after_stop)
 }
 END_TEST
 
+/*
+ * SKIP_ERRORS in one mapping with empty extents between populated ones:
+ * every populated extent after the first failure is still collapsed and
+ * credited, in a small mapping and in a sparse 64 GiB one (where libthp
+ * passes over the empty extents instead of asking the kernel about each).
+ */
+START_TEST(skip_errors_sparse_mapping)
+{
+	static const char pattern[] = "FeFeeFpe";
+	static const uint64_t sparse_off[] = { 2 * MiB, 1 * GiB, 40 * GiB + 6 * MiB,
+					       64 * GiB - 2 * MiB };
+	char *m = map_aligned(16, 0);
+	struct thp_range r = { U(m), 16 * MiB };
+	struct thp_report rep;
+	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_COLLAPSE, .reports = &rep,
+		 .flags = THP_F_SKIP_ERRORS);
+	uint64_t before;
+	int ret;
+
+	for (int i = 0; i < 8; i++) {
+		if (pattern[i] == 'F')
+			fill(m + i * PMD_SZ, PMD_SZ, 7);
+		else if (pattern[i] == 'p')
+			fill(m + i * PMD_SZ + 8 * 4096, 4 * 4096, 7);
+	}
+	before = range_anon_huge(0, U(m), 16 * MiB);
+	ret = thp_apply_ranges(&r, 1, &o);
+	ck_assert_msg(ret == 0, "FeFeeFpe, SKIP_ERRORS: %d", ret);
+	check_report(&rep, U(m), 16 * MiB, 8 * MiB, 0, U(m) + 2 * MiB, EINVAL, "FeFeeFpe");
+	ck_assert_msg(range_anon_huge(0, U(m), 16 * MiB) == 8 * MiB,
+		      "AnonHugePages %" PRIu64 " (before %" PRIu64 "), expected 8 MiB",
+		      range_anon_huge(0, U(m), 16 * MiB), before);
+	munmap(m, 16 * MiB);
+
+	m = map_aligned(64 * 1024, MAP_NORESERVE);
+	r.addr = U(m);
+	r.len = 64 * GiB;
+	for (size_t i = 0; i < 4; i++)
+		fill(m + sparse_off[i], PMD_SZ, 8);
+	ret = thp_apply_ranges(&r, 1, &o);
+	ck_assert_msg(ret == 0, "sparse 64 GiB, SKIP_ERRORS: %d", ret);
+	check_report(&rep, U(m), 64 * GiB, 8 * MiB, 0, U(m), EINVAL, "sparse 64 GiB");
+	ck_assert_msg(vma_anon_huge(0, U(m)) == 8 * MiB, "sparse: AnonHugePages %" PRIu64,
+		      vma_anon_huge(0, U(m)));
+	munmap(m, 64 * GiB);
+}
+END_TEST
+
 /* thp_apply_all(): a mapping that fails at a later extent still counts what collapsed. */
 START_TEST(apply_all_counts_collapsed)
 {
@@ -647,6 +695,7 @@ static Suite *collapse_suite(void)
 	tcase_add_test(tc, unaligned_head_tail);
 	tcase_add_test(tc, mapping_boundary_inside_extent);
 	tcase_add_test(tc, unmapped_after_stop);
+	tcase_add_test(tc, skip_errors_sparse_mapping);
 	tcase_add_test(tc, apply_all_counts_collapsed);
 	tcase_add_test(tc, randomized);
 	suite_add_tcase(s, tc);
