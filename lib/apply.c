@@ -10,6 +10,8 @@
  * and a happy request costs one system call.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "compat.h"
@@ -106,16 +108,171 @@ static int next_mapping(const struct apply_ctx *ctx, struct thp_vma_walk *w, siz
 }
 
 /*
- * Explain range [start, end): walk its mappings, advise each piece, count
- * gaps, record the first failure.  Without SKIP_ERRORS a real failure
- * stops the range there, as madvise() does; gaps never stop it.
+ * Which extents have a page, from PAGEMAP_SCAN (6.7+) on the target's
+ * pagemap, opened on first use.  MADV_COLLAPSE can only refuse an extent
+ * without one (EINVAL), and a sparse mapping has millions of them (a
+ * sanitizer's shadow: terabytes): once a mapping has failed, its empty
+ * extents are passed over instead of asked about one system call each.
  */
-static int detail_range(const struct apply_ctx *ctx, uint64_t start, uint64_t end,
-			struct range_outcome *o)
+struct page_scan {
+	int fd;                     /* -1: not open, or no PAGEMAP_SCAN */
+	bool tried;
+	uint64_t known_to;          /* reg[] describes everything below */
+	size_t nr, idx;
+	struct page_region reg[64];
+};
+
+/* False only when [start, end) surely has no page; @limit bounds a scan. */
+static bool extent_has_page(struct page_scan *ps, const struct thp_target *t, uint64_t start,
+			    uint64_t end, uint64_t limit)
+{
+	if (!ps->tried) {
+		char path[64];
+
+		ps->tried = true;
+		if (t->self)
+			snprintf(path, sizeof(path), "/proc/self/pagemap");
+		else
+			snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)t->pid);
+		ps->fd = sys_open(path, O_RDONLY);
+	}
+	if (ps->fd < 0)
+		return true;
+	if (start >= ps->known_to) {
+		struct pm_scan_arg a = {
+			.size = sizeof(a),
+			.start = start,
+			.end = limit,
+			.vec = (uintptr_t)ps->reg,
+			.vec_len = ARRAY_LEN(ps->reg),
+			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+		};
+		long r = sys_ioctl(ps->fd, PAGEMAP_SCAN, &a);
+
+		if (r < 0 || a.walk_end <= start) {
+			sys_close(ps->fd);
+			ps->fd = -1;
+			return true;
+		}
+		ps->nr = (size_t)r;
+		ps->idx = 0;
+		ps->known_to = a.walk_end;
+	}
+	while (ps->idx < ps->nr && ps->reg[ps->idx].end <= start)
+		ps->idx++;
+	if (ps->idx < ps->nr && ps->reg[ps->idx].start < end)
+		return true;
+	return end > ps->known_to;
+}
+
+/*
+ * Record a real failure at @fail_addr of the mapping [map_start, map_end)
+ * (its part inside the range): the first one in the range wins over a gap,
+ * and the caller hears of each failing mapping once.
+ */
+static void note_failure(const struct apply_ctx *ctx, struct range_outcome *o,
+			 uint64_t map_start, uint64_t map_end, uint64_t fail_addr,
+			 int error, bool *mapping_failed)
+{
+	if (!o->error || o->gap_error) {
+		o->error = error;
+		o->fail_addr = fail_addr;
+		o->gap_error = false;
+	}
+	if (ctx->on_fail && !*mapping_failed)
+		ctx->on_fail(ctx->on_fail_arg, map_start, map_end, fail_addr, error);
+	*mapping_failed = true;
+}
+
+/*
+ * Advise [start, end), part of the mapping that starts at @map_start (both
+ * clipped to the range).  HUGE/NOHUGE go in one piece.  COLLAPSE goes one
+ * PMD-size extent at a time: the kernel collapses only whole aligned
+ * extents, stops a multi-extent call at the first extent it cannot collapse
+ * without saying which, and may have collapsed extents before (and, for
+ * some failures, after) it.  Per extent, a success means that extent is
+ * huge now, so only whole extents inside one mapping are credited; a part
+ * of an extent (the range's or the mapping's unaligned head or tail) is
+ * still passed to the kernel, which refuses it for a mapping that can never
+ * be huge, but it is never counted.  Returns true when the walk must stop;
+ * *fatal then holds -ESRCH when the target is gone.
+ */
+static bool advise_mapping(const struct apply_ctx *ctx, uint64_t map_start, uint64_t start,
+			   uint64_t end, struct range_outcome *o, struct page_scan *scan,
+			   int *fatal)
 {
 	bool skip = ctx->flags & THP_F_SKIP_ERRORS;
 	bool gaps_ok = skip || (ctx->flags & THP_F_NO_ERROR_ON_UNMAPPED);
+	bool collapse = ctx->advice == MADV_COLLAPSE;
+	uint64_t pmd = ctx->pmd_size;
+	bool mapping_failed = false;
+	uint64_t cur = start;
+
+	while (cur < end) {
+		uint64_t piece_end = end, done;
+		bool whole_extent;
+		int r;
+
+		if (collapse && (cur | (pmd - 1)) + 1 < end)
+			piece_end = (cur | (pmd - 1)) + 1; /* the next extent boundary */
+		whole_extent = collapse && piece_end - cur == pmd;
+		/* Its failure is recorded: an extent without a page cannot add to it. */
+		if (collapse && mapping_failed && !extent_has_page(scan, ctx->t, cur, piece_end, end)) {
+			cur = piece_end;
+			continue;
+		}
+		r = apply_piece(ctx, cur, piece_end - cur, &done);
+		/*
+		 * EAGAIN is the kernel's "a page was busy, try again" (e.g.
+		 * isolated by compaction for the very huge page being
+		 * allocated); a call over several extents would have gone on
+		 * past it.  Once more, then it counts.
+		 */
+		if (collapse && r == -EAGAIN)
+			r = apply_piece(ctx, cur, piece_end - cur, &done);
+		if (!collapse)
+			o->advised += done;
+		if (r == 0) {
+			if (whole_extent)
+				o->advised += pmd;
+		} else if (r == -ENOMEM && (!collapse || !still_mapped(ctx->t, cur + done))) {
+			/* The mapping went away under us: it is a gap now. */
+			o->unmapped += piece_end - cur - done;
+			if (!gaps_ok && !o->error) {
+				o->error = ENOMEM;
+				o->fail_addr = cur + done;
+				o->gap_error = true;
+			}
+		} else if (r == -ESRCH) {
+			/* The target is gone: nothing more can be advised, whatever the flags. */
+			*fatal = r;
+			return true;
+		} else {
+			note_failure(ctx, o, map_start, end, cur + done, -r, &mapping_failed);
+			if (!skip)
+				return true;
+		}
+		cur = piece_end;
+	}
+	return false;
+}
+
+/*
+ * Explain range [start, end) (@range_start is where the range itself
+ * begins): walk its mappings, advise each piece, count gaps, record the
+ * first failure.  Without SKIP_ERRORS a real failure stops the advising
+ * there, as madvise() does; the walk still goes on to the end of the range
+ * so that bytes_unmapped counts every hole of it.  Gaps never stop it but
+ * are ENOMEM unless NO_ERROR_ON_UNMAPPED.
+ */
+static int detail_range(const struct apply_ctx *ctx, uint64_t range_start, uint64_t start,
+			uint64_t end, struct range_outcome *o)
+{
+	bool gaps_ok = ctx->flags & (THP_F_SKIP_ERRORS | THP_F_NO_ERROR_ON_UNMAPPED);
+	struct page_scan scan = { .fd = -1 };
 	struct thp_vma_walk w;
+	bool stopped = false;
 	uint64_t cur = start;
 	size_t idx = 0;
 	int err = 0;
@@ -127,7 +284,7 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t start, uint64_t en
 	}
 	while (cur < end) {
 		struct thp_vma v;
-		uint64_t piece_end, done;
+		uint64_t piece_end;
 		int r = next_mapping(ctx, &w, &idx, cur, &v);
 
 		if (r < 0) {
@@ -147,33 +304,15 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t start, uint64_t en
 			continue;
 		}
 		piece_end = v.end < end ? v.end : end;
-		r = apply_piece(ctx, cur, piece_end - cur, &done);
-		o->advised += done;
-		if (r == -ENOMEM && (ctx->advice != MADV_COLLAPSE || !still_mapped(ctx->t, cur + done))) {
-			/* The mapping went away under us: it is a gap now. */
-			o->unmapped += piece_end - cur - done;
-			if (!gaps_ok && !o->error) {
-				o->error = ENOMEM;
-				o->fail_addr = cur + done;
-				o->gap_error = true;
-			}
-		} else if (r == -ESRCH) {
-			/* The target is gone: nothing more can be advised, whatever the flags. */
-			err = r;
+		if (!stopped)
+			stopped = advise_mapping(ctx, v.start > range_start ? v.start : range_start,
+						 cur, piece_end, o, &scan, &err);
+		if (err)
 			break;
-		} else if (r < 0) {
-			if (!o->error || o->gap_error) {
-				o->error = -r;
-				o->fail_addr = cur + done;
-				o->gap_error = false;
-			}
-			if (ctx->on_fail)
-				ctx->on_fail(ctx->on_fail_arg, cur, piece_end, -r);
-			if (!skip)
-				break;
-		}
 		cur = piece_end;
 	}
+	if (scan.fd >= 0)
+		sys_close(scan.fd);
 	if (!ctx->layout)
 		vma_walk_close(&w);
 	return err;
@@ -205,6 +344,15 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, si
 		size_t m = 0;
 		long r;
 		int err;
+
+		/*
+		 * COLLAPSE is explained from the start, extent by extent: one
+		 * call over several extents cannot say which one failed.  The
+		 * system calls cost ~1 us an extent against ~1 ms to collapse
+		 * one.
+		 */
+		if (ctx->advice == MADV_COLLAPSE)
+			goto detail;
 
 		/* Batch from ranges[pos] + off; empty ranges are trivially done. */
 		for (size_t i = pos; i < n && m < IOV_BATCH; i++) {
@@ -247,11 +395,13 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, si
 			continue;
 		}
 
+detail:
 		/* ranges[pos] fails from off on: explain it mapping by mapping. */
 		len = range_len(&ranges[pos], ctx->page_size);
 		memset(&o, 0, sizeof(o));
 		o.advised = off;
-		err = detail_range(ctx, ranges[pos].addr + off, ranges[pos].addr + len, &o);
+		err = detail_range(ctx, ranges[pos].addr, ranges[pos].addr + off,
+				   ranges[pos].addr + len, &o);
 		if (err)
 			return err;
 		if (reports) {
@@ -301,6 +451,7 @@ int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int a
 	ctx->advice = advice;
 	ctx->flags = flags;
 	ctx->page_size = caps_get()->page_size;
+	ctx->pmd_size = caps_get()->pmd_size ? caps_get()->pmd_size : 2u << 20;
 	return 0;
 }
 

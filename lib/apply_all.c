@@ -26,7 +26,8 @@ struct all_state {
 	uint32_t flags;
 };
 
-static void record_failure(void *arg, uint64_t start, uint64_t end, int error)
+static void record_failure(void *arg, uint64_t start, uint64_t end, uint64_t fail_addr,
+			   int error)
 {
 	struct all_state *s = arg;
 	struct thp_apply_all_opts *o = s->opts;
@@ -37,7 +38,7 @@ static void record_failure(void *arg, uint64_t start, uint64_t end, int error)
 		memset(r, 0, sizeof(*r));
 		r->addr = start;
 		r->len = end - start;
-		r->fail_addr = start;
+		r->fail_addr = fail_addr;
 		r->error = error;
 		r->backend = s->backend;
 		r->attempted = 1;
@@ -56,6 +57,7 @@ static int apply_batch(const struct apply_ctx *base, struct all_state *s,
 		       const struct thp_vma *vmas, size_t n)
 {
 	struct thp_range runs[VMA_BATCH];
+	struct thp_report reports[VMA_BATCH];
 	struct apply_ctx ctx = *base;
 	size_t nr_runs = 0;
 	int r;
@@ -78,7 +80,7 @@ static int apply_batch(const struct apply_ctx *base, struct all_state *s,
 	/* A failing run is explained from this walk, not by asking again. */
 	ctx.layout = vmas;
 	ctx.nr_layout = n;
-	r = apply_engine(&ctx, runs, nr_runs, NULL);
+	r = apply_engine(&ctx, runs, nr_runs, reports);
 
 	for (size_t i = 0; i < n; i++) {
 		if (s->failed[i]) {
@@ -86,9 +88,11 @@ static int apply_batch(const struct apply_ctx *base, struct all_state *s,
 				s->opts->mappings_skipped++;
 		} else if (vmas[i].start < s->stop_addr) {
 			s->opts->mappings_advised++;
-			s->opts->bytes_advised += vmas[i].end - vmas[i].start;
 		}
 	}
+	/* The engine's count: for COLLAPSE, what is huge, failed mappings included. */
+	for (size_t i = 0; i < nr_runs; i++)
+		s->opts->bytes_advised += reports[i].bytes_advised;
 	return r;
 }
 
@@ -168,7 +172,9 @@ THP_API int thp_apply_all(struct thp_apply_all_opts *opts)
 	s.flags = ctx.flags;
 
 	/* One kernel call for everything; walk only to count, or to explain. */
-	if (ctx.be->apply_entire && (opts->flags & THP_F_SKIP_ERRORS)) {
+	/* Not for COLLAPSE: it would stop each mapping at its first empty extent. */
+	if (ctx.be->apply_entire && (opts->flags & THP_F_SKIP_ERRORS) &&
+	    opts->advice != THP_ADVICE_COLLAPSE) {
 		err = ctx.be->apply_entire(&t, opts->advice);
 		if (err == 0) {
 			err = walk_all(&ctx, &s, true);

@@ -94,4 +94,30 @@ struct procmap_query {
 #define PROCMAP_QUERY_FILE_BACKED_VMA 0x20
 #endif
 
+/* PAGEMAP_SCAN (6.7), from <linux/fs.h>. */
+#ifndef PAGEMAP_SCAN
+struct page_region {
+	__u64 start;
+	__u64 end;
+	__u64 categories;
+};
+struct pm_scan_arg {
+	__u64 size;
+	__u64 flags;
+	__u64 start;
+	__u64 end;
+	__u64 walk_end;
+	__u64 vec;
+	__u64 vec_len;
+	__u64 max_pages;
+	__u64 category_inverted;
+	__u64 category_mask;
+	__u64 category_anyof_mask;
+	__u64 return_mask;
+};
+#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#define PAGE_IS_PRESENT (1 << 3)
+#define PAGE_IS_SWAPPED (1 << 4)
+#endif
+
 #endif /* THP_COMPAT_H */

@@ -228,8 +228,13 @@ struct range_outcome {
 	bool gap_error;       /* error is only ENOMEM for gaps */
 };
 
-/* Called for every failing mapping found while detailing a range. */
-typedef void (*mapping_fail_fn)(void *arg, uint64_t start, uint64_t end, int error);
+/*
+ * Called once for every failing mapping found while detailing a range:
+ * the mapping's part of the range [start, end), the first address that
+ * failed in it and the errno.
+ */
+typedef void (*mapping_fail_fn)(void *arg, uint64_t start, uint64_t end, uint64_t fail_addr,
+				int error);
 
 struct apply_ctx {
 	const struct thp_backend_ops *be;
@@ -237,6 +242,7 @@ struct apply_ctx {
 	int advice;
 	uint32_t flags;
 	size_t page_size;
+	uint64_t pmd_size;    /* COLLAPSE works in extents of this size */
 	mapping_fail_fn on_fail;
 	void *on_fail_arg;
 	/*

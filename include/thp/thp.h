@@ -98,12 +98,26 @@ struct thp_range {
 /**
  * What happened to one requested range (thp_apply_ranges()) or one failed
  * mapping (thp_apply_all()).  Fixed layout; the reserved words are zero.
+ *
+ * THP_ADVICE_COLLAPSE works in extents: PMD-size blocks (2 MiB on x86-64,
+ * thp_probe_info.pmd_size) aligned to their size.  The kernel collapses
+ * only a whole extent inside the range and inside one mapping; the rest of
+ * a range (an unaligned head or tail, an extent split between two mappings
+ * or by a hole) is never collapsed, never counted and is no error.  For
+ * COLLAPSE, bytes_advised is the bytes of the whole extents that are huge
+ * after the call (collapsed by it or huge already), in the part of the
+ * range before the failure (all of it with THP_F_SKIP_ERRORS, which goes on
+ * with the next extent); fail_addr is the start of the first extent that
+ * failed (of its part inside the range and the mapping), and error its
+ * errno: EINVAL for an extent with no page populated or in a mapping that
+ * can never be huge (e.g. MADV_NOHUGEPAGE), else as MADV_COLLAPSE says
+ * (EAGAIN, EBUSY, ENOMEM).
  */
 struct thp_report {
 	uint64_t addr;           /**< Start of the range or mapping. */
 	uint64_t len;            /**< Its length (page-rounded). */
-	uint64_t bytes_advised;  /**< Bytes the advice was applied to without error. */
-	uint64_t bytes_unmapped; /**< Bytes of the range that no mapping covered. */
+	uint64_t bytes_advised;  /**< Bytes the advice was applied to without error (COLLAPSE: see above). */
+	uint64_t bytes_unmapped; /**< Bytes of the range that no mapping covered, also after a stop. */
 	uint64_t fail_addr;      /**< First address that failed (0 if none). */
 	int32_t error;           /**< Positive errno of that failure, 0 if none. */
 	uint32_t backend;        /**< enum thp_backend that did the work. */
@@ -173,7 +187,7 @@ struct thp_apply_all_opts {
 	uint64_t mappings_seen;      /**< Out: mappings found in the address space. */
 	uint64_t mappings_advised;   /**< Out: mappings advised without error. */
 	uint64_t mappings_skipped;   /**< Out: failed mappings passed over (THP_F_SKIP_ERRORS). */
-	uint64_t bytes_advised;      /**< Out: bytes advised without error. */
+	uint64_t bytes_advised;      /**< Out: bytes advised without error (COLLAPSE: huge, as in struct thp_report, failed mappings included). */
 	uint32_t backend_used;       /**< Out: the backend that did the work. */
 	uint32_t reserved0;          /**< Zero. */
 };
