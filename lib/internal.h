@@ -263,11 +263,17 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges,
 
 void report_set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void report_clear_detail(void);
-/* Set errno from a libthp return value and pass it through. */
+/* End of a public call: a failure shows the detail noted, a success "". */
+void report_return(int ret);
+/*
+ * Set errno from a libthp return value and pass it through; every public
+ * call that can fail returns through here (it publishes the detail).
+ */
 static inline int ret_errno(int ret)
 {
 	if (ret < 0)
 		errno = -ret;
+	report_return(ret);
 	return ret;
 }
 
