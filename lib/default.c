@@ -25,6 +25,23 @@
 #define DEFAULT_FLAGS (THP_DEFAULT_F_REQUIRE_PERSISTENT | THP_DEFAULT_F_NO_EXISTING | \
 		       THP_DEFAULT_F_RFC_PRCTL)
 
+/*
+ * The highest prctl option mainline assigns as of Linux 7.2 (81,
+ * PR_SET_CFI; 78 PR_FUTEX_HASH, 79 PR_RSEQ_SLICE_EXTENSION, 80 PR_GET_CFI).
+ * A declared RFC number at or below it names some other prctl on current
+ * kernels and is refused, except the RFC's own posted pair 78/79, which the
+ * read-back handshake tells apart.  Raise it when mainline assigns more.
+ */
+#define MAINLINE_PRCTL_MAX 81
+
+#if THP_RFC_PRCTL_SET > 0
+_Static_assert((THP_RFC_PRCTL_SET == RFC_PR_SET_THP_POLICY_POSTED &&
+		(THP_RFC_PRCTL_GET == 0 || THP_RFC_PRCTL_GET == RFC_PR_GET_THP_POLICY_POSTED)) ||
+		       (THP_RFC_PRCTL_SET > MAINLINE_PRCTL_MAX &&
+			(THP_RFC_PRCTL_GET == 0 || THP_RFC_PRCTL_GET > MAINLINE_PRCTL_MAX)),
+	       "rfc_prctl_set/rfc_prctl_get: a mainline prctl number other than the RFC's 78/79");
+#endif
+
 /* The RFC prctl numbers, if the caller or the build declared them; else false. */
 static bool rfc_prctl_numbers(const struct thp_default_opts *o, int *set, int *get)
 {
@@ -244,6 +261,25 @@ static int set_by_pmadv(struct thp_default_opts *o, int advice, bool want_persis
 	return 0;
 }
 
+/*
+ * The RFC's PR_GET_THP_POLICY handshake: 0, 1 or 2 for a get with zero
+ * arguments, else -EOPNOTSUPP with a detail.  Issued before any set: on
+ * kernels without the RFC, 79 is unassigned or (7.2) PR_RSEQ_SLICE_EXTENSION,
+ * both EINVAL for these arguments, while the set number 78 would change the
+ * futex hash (PR_FUTEX_HASH_SET_SLOTS is 1, the RFC's DEFAULT_NOHUGE).
+ */
+static long rfc_prctl_handshake(int get)
+{
+	long r = sys_prctl(get, 0, 0, 0, 0);
+
+	if (r == RFC_PR_THP_POLICY_DEFAULT_HUGE || r == RFC_PR_THP_POLICY_DEFAULT_NOHUGE ||
+	    r == RFC_PR_THP_POLICY_SYSTEM)
+		return r;
+	report_set_detail("prctl(%d) does not answer as PR_GET_THP_POLICY (%ld): the kernel does "
+			  "not implement the RFC prctl with these numbers", get, r);
+	return -EOPNOTSUPP;
+}
+
 static int set_by_rfc_prctl(struct thp_default_opts *o, int set, int get)
 {
 	static const int arg[THP_POLICY_COUNT] = {
@@ -251,8 +287,10 @@ static int set_by_rfc_prctl(struct thp_default_opts *o, int set, int get)
 		[THP_POLICY_HUGE] = RFC_PR_THP_POLICY_DEFAULT_HUGE,
 		[THP_POLICY_NOHUGE] = RFC_PR_THP_POLICY_DEFAULT_NOHUGE,
 	};
-	long r;
+	long r = rfc_prctl_handshake(get);
 
+	if (r < 0)
+		return (int)r;
 	r = sys_prctl(set, (unsigned long)arg[o->policy], 0, 0, 0);
 	if (r < 0)
 		return (int)r;
@@ -296,11 +334,35 @@ static int set_by_thp_disable(struct thp_default_opts *o)
 	return 0;
 }
 
+/*
+ * Declared RFC prctl numbers: the posted pair, or both above every
+ * mainline prctl, and not the same.  Checked before any system call.
+ */
+static int validate_rfc_prctl(const struct thp_default_opts *o)
+{
+	int set, get;
+
+	if (!(o->flags & THP_DEFAULT_F_RFC_PRCTL))
+		return 0;
+	rfc_prctl_numbers(o, &set, &get);
+	if (set == RFC_PR_SET_THP_POLICY_POSTED && get == RFC_PR_GET_THP_POLICY_POSTED)
+		return 0;
+	if (set <= MAINLINE_PRCTL_MAX || get <= MAINLINE_PRCTL_MAX || set == get) {
+		report_set_detail("RFC prctl numbers %d/%d refused: options up to %d are mainline "
+				  "prctls; only the RFC's own 78/79, or two distinct numbers above "
+				  "%d, are accepted", set, get, MAINLINE_PRCTL_MAX, MAINLINE_PRCTL_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int validate_default_opts(struct thp_default_opts *o)
 {
 	int err = opts_check(o, sizeof(*o), THP_DEFAULT_OPTS_SIZE_VER0);
 
-	return err ? err : validate_flags_backend(o->flags, DEFAULT_FLAGS, o->backend);
+	if (!err)
+		err = validate_flags_backend(o->flags, DEFAULT_FLAGS, o->backend);
+	return err ? err : validate_rfc_prctl(o);
 }
 
 THP_API int thp_set_default(struct thp_default_opts *o)
@@ -521,7 +583,7 @@ THP_API int thp_get_default(struct thp_default_opts *o)
 		goto out;
 	}
 	if (rfc_prctl_numbers(o, &set, &get)) {
-		r = sys_prctl(get, 0, 0, 0, 0);
+		r = rfc_prctl_handshake(get);
 		if (r == RFC_PR_THP_POLICY_DEFAULT_HUGE || r == RFC_PR_THP_POLICY_DEFAULT_NOHUGE) {
 			o->policy = r == RFC_PR_THP_POLICY_DEFAULT_HUGE ? THP_POLICY_HUGE
 									: THP_POLICY_NOHUGE;
