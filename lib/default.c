@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,43 @@ _Static_assert((THP_RFC_PRCTL_SET == RFC_PR_SET_THP_POLICY_POSTED &&
 			(THP_RFC_PRCTL_GET == 0 || THP_RFC_PRCTL_GET > MAINLINE_PRCTL_MAX)),
 	       "rfc_prctl_set/rfc_prctl_get: a mainline prctl number other than the RFC's 78/79");
 #endif
+
+/*
+ * The default policy is process-wide, and both calls run sequences that
+ * must not interleave with another thread's (set, then read back; map a
+ * probe page, then read smaps): one lock serialises them.  It is never
+ * held across a fork() of the caller's: the atfork handlers take it before
+ * and give the child a fresh one.  (The probe children forked inside use
+ * a raw fork and only make raw system calls.)
+ */
+static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t default_atfork_once = PTHREAD_ONCE_INIT;
+
+static void default_lock_prepare(void)
+{
+	pthread_mutex_lock(&default_lock);
+}
+
+static void default_lock_parent(void)
+{
+	pthread_mutex_unlock(&default_lock);
+}
+
+static void default_lock_child(void)
+{
+	pthread_mutex_init(&default_lock, NULL);
+}
+
+static void default_atfork_register(void)
+{
+	pthread_atfork(default_lock_prepare, default_lock_parent, default_lock_child);
+}
+
+static void default_lock_take(void)
+{
+	pthread_once(&default_atfork_once, default_atfork_register);
+	pthread_mutex_lock(&default_lock);
+}
 
 /* The RFC prctl numbers, if the caller or the build declared them; else false. */
 static bool rfc_prctl_numbers(const struct thp_default_opts *o, int *set, int *get)
@@ -365,7 +403,7 @@ static int validate_default_opts(struct thp_default_opts *o)
 	return err ? err : validate_rfc_prctl(o);
 }
 
-THP_API int thp_set_default(struct thp_default_opts *o)
+static int set_default_locked(struct thp_default_opts *o)
 {
 	const struct thp_caps *c;
 	bool want_persistent;
@@ -547,7 +585,7 @@ static int get_remote(struct thp_default_opts *o, const struct thp_target *t)
 	return -EOPNOTSUPP;
 }
 
-THP_API int thp_get_default(struct thp_default_opts *o)
+static int get_default_locked(struct thp_default_opts *o)
 {
 	const struct thp_caps *c;
 	struct thp_target t;
@@ -605,4 +643,24 @@ THP_API int thp_get_default(struct thp_default_opts *o)
 out:
 	target_close(&t);
 	return ret_errno(err);
+}
+
+THP_API int thp_set_default(struct thp_default_opts *o)
+{
+	int r;
+
+	default_lock_take();
+	r = set_default_locked(o);
+	pthread_mutex_unlock(&default_lock);
+	return r;
+}
+
+THP_API int thp_get_default(struct thp_default_opts *o)
+{
+	int r;
+
+	default_lock_take();
+	r = get_default_locked(o);
+	pthread_mutex_unlock(&default_lock);
+	return r;
 }
