@@ -8,6 +8,7 @@
  * where nothing persists: advise the existing mappings and say so.  Every
  * effect is read back before it is believed.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
@@ -192,6 +193,202 @@ static int pmadv_set_default(int advice)
 					PMADV_SKIP_ERRORS);
 	target_close(&self);
 	return r < 0 ? (int)r : 0;
+}
+
+/* ---- libthp-preload.so (thpctl run --policy huge), doc/preload.md ---- */
+
+#define PRELOAD_NAME "libthp-preload.so"
+#define HUGETLB_TUNABLE "glibc.malloc.hugetlb"
+#define HUGETLB_TUNABLE_ON HUGETLB_TUNABLE "=1"
+
+typedef int (*preload_control_fn)(int op);
+
+/* Does a path name the preload (its file name, with or without a directory)? */
+static bool is_preload_path(const char *path, size_t len)
+{
+	const size_t name_len = sizeof(PRELOAD_NAME) - 1;
+
+	return len >= name_len && !memcmp(path + len - name_len, PRELOAD_NAME, name_len) &&
+	       (len == name_len || path[len - name_len - 1] == '/');
+}
+
+static bool is_hugetlb_tunable(const char *entry, size_t len)
+{
+	const size_t n = sizeof(HUGETLB_TUNABLE) - 1;
+
+	return len > n && !memcmp(entry, HUGETLB_TUNABLE, n) && entry[n] == '=';
+}
+
+/* Exactly the tunable thpctl adds with the preload; another value is the user's. */
+static bool is_hugetlb_on(const char *entry, size_t len)
+{
+	return len == sizeof(HUGETLB_TUNABLE_ON) - 1 && !memcmp(entry, HUGETLB_TUNABLE_ON, len);
+}
+
+/* The loaded preload's control entry, or NULL when no preload is loaded. */
+static preload_control_fn preload_control(void)
+{
+	void *sym = dlsym(RTLD_DEFAULT, THP_PRELOAD_CONTROL);
+	preload_control_fn fn;
+
+	memcpy(&fn, &sym, sizeof(fn));
+	return fn;
+}
+
+/*
+ * Rewrite the list in environment variable @var (entries separated by any
+ * of @seps, joined with ':'): without the entries @drop matches, with
+ * @first in front (NULL: none); unset when nothing is left.  Returns how
+ * many entries were dropped, or -ENOMEM.
+ */
+static int env_list_rewrite(const char *var, const char *seps,
+			    bool (*drop)(const char *, size_t), const char *first)
+{
+	const char *old = getenv(var), *p;
+	size_t cap = (old ? strlen(old) : 0) + (first ? strlen(first) : 0) + 2;
+	char *out = malloc(cap);
+	size_t len = 0;
+	int dropped = 0;
+
+	if (!out)
+		return -ENOMEM;
+	len = (size_t)snprintf(out, cap, "%s", first ? first : "");
+	for (p = old; p && *p; p += *p ? 1 : 0) {
+		size_t n = strcspn(p, seps);
+
+		if (n && drop(p, n))
+			dropped++;
+		else if (n)
+			len += (size_t)snprintf(out + len, cap - len, "%s%.*s", len ? ":" : "",
+						(int)n, p);
+		p += n;
+	}
+	if ((len ? setenv(var, out, 1) : unsetenv(var)) != 0)
+		dropped = -ENOMEM;
+	free(out);
+	return dropped;
+}
+
+/* LD_PRELOAD named the preload until preload_switch() took it out (under default_lock). */
+static bool preload_taken_out;
+
+/*
+ * Do exec()ed children load the preload only through LD_PRELOAD, so that
+ * editing it decides?  It names the preload now, or did before we took it
+ * out; otherwise it came some other way (/etc/ld.so.preload, dlopen()).
+ */
+static bool preload_follows_env(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	if (preload_taken_out)
+		return true;
+
+	for (; p && *p; p += *p ? 1 : 0) {
+		size_t n = strcspn(p, " :");
+
+		if (is_preload_path(p, n))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+/*
+ * Switch the preload loaded in this process on (HUGE) or off (any other
+ * policy), and make exec()ed children follow through the environment they
+ * inherit: off takes the preload out of LD_PRELOAD and the tunable thpctl
+ * set with it (glibc.malloc.hugetlb=1) out of GLIBC_TUNABLES; on puts both
+ * back, as `thpctl run --policy huge` sets them.  Forked children inherit
+ * the switch itself.  The environment is edited with setenv(), which is
+ * not safe against other threads reading or changing the environment at
+ * the same time (doc/preload.md).  0, or -ENOMEM with a detail.
+ */
+static int preload_switch(preload_control_fn ctl, bool on)
+{
+	const char *path = NULL;
+	bool taken_out = false;
+	Dl_info info;
+	void *addr;
+	int r;
+
+	if (on) {
+		memcpy(&addr, &ctl, sizeof(addr));
+		if (dladdr(addr, &info) && info.dli_fname && !strpbrk(info.dli_fname, ": \t\n"))
+			path = info.dli_fname;
+		r = env_list_rewrite("LD_PRELOAD", " :", is_preload_path, path);
+		if (r >= 0)
+			r = env_list_rewrite("GLIBC_TUNABLES", ":", is_hugetlb_tunable, NULL);
+		if (r >= 0) {
+			const char *t = getenv("GLIBC_TUNABLES");
+			char *both = NULL;
+
+			/* glibc.malloc.hugetlb=1 goes last, as thpctl puts it. */
+			if (t && asprintf(&both, "%s:%s", t, HUGETLB_TUNABLE_ON) < 0)
+				r = -ENOMEM;
+			else if (setenv("GLIBC_TUNABLES", both ? both : HUGETLB_TUNABLE_ON, 1))
+				r = -ENOMEM;
+			free(both);
+		}
+	} else {
+		r = env_list_rewrite("LD_PRELOAD", " :", is_preload_path, NULL);
+		taken_out = r > 0;
+		if (r >= 0)
+			r = env_list_rewrite("GLIBC_TUNABLES", ":", is_hugetlb_on, NULL);
+	}
+	if (r < 0) {
+		report_set_detail("the policy is set in the kernel, but the environment for "
+				  "libthp-preload.so could not be edited (out of memory)");
+		return r;
+	}
+	preload_taken_out = !on && (preload_taken_out || taken_out);
+	ctl(on ? THP_PRELOAD_ON : THP_PRELOAD_OFF);
+	return 0;
+}
+
+static int preload_object_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	return info->dlpi_name && is_preload_path(info->dlpi_name, strlen(info->dlpi_name));
+}
+
+/*
+ * Is libthp-preload.so (thpctl run --policy huge) loaded in the target and
+ * switched on?  1, 0, or -errno.  In the calling process its control entry
+ * answers (the dynamic loader's list, for a preload without one).  Another
+ * process's maps text is searched for the path's basename (also when the
+ * file was replaced: " (deleted)") and for the page the preload maps while
+ * switched off.
+ */
+static int preload_active(const struct thp_target *t)
+{
+	static const char off_mark[] = THP_PRELOAD_OFF_MARK;
+	const size_t off_len = sizeof(off_mark) - 1;
+	struct line_reader lr;
+	bool mapped = false, off = false;
+	const char *line;
+	size_t len;
+	int r;
+
+	if (t->self) {
+		preload_control_fn ctl = preload_control();
+
+		if (ctl)
+			return ctl(THP_PRELOAD_QUERY) > 0;
+		return dl_iterate_phdr(preload_object_cb, NULL) ? 1 : 0;
+	}
+	r = line_reader_open_proc(&lr, t, "maps");
+	if (r)
+		return r;
+	while ((r = line_reader_next(&lr, &line, &len)) == 1) {
+		if (len > 10 && !memcmp(line + len - 10, " (deleted)", 10))
+			len -= 10;
+		mapped |= is_preload_path(line, len);
+		off |= len >= off_len && !memcmp(line + len - off_len, off_mark, off_len);
+	}
+	line_reader_close(&lr);
+	return r < 0 ? r : mapped && !off;
 }
 
 /* Exit codes of the probe children below. */
@@ -406,7 +603,8 @@ static int validate_default_opts(struct thp_default_opts *o)
 static int set_default_locked(struct thp_default_opts *o)
 {
 	const struct thp_caps *c;
-	bool want_persistent;
+	preload_control_fn preload;
+	bool want_persistent, preload_in_env;
 	long prev_disable;
 	int set, get, err = -EOPNOTSUPP;
 	int advice;
@@ -424,8 +622,21 @@ static int set_default_locked(struct thp_default_opts *o)
 				  "policy; run it under thpctl or have it call thp_set_default()");
 		return ret_errno(o->pidfd < 0 ? -EBADF : -EOPNOTSUPP);
 	}
-	c = caps_get_prctl();
 	want_persistent = o->flags & THP_DEFAULT_F_REQUIRE_PERSISTENT;
+	/*
+	 * Under libthp-preload.so new mappings get MADV_HUGEPAGE from the
+	 * preload, not the kernel: it is switched with the policy below.  One
+	 * loaded other than through LD_PRELOAD would be back in exec()ed
+	 * children, so SYSTEM/NOHUGE/NEVER cannot persist then.
+	 */
+	preload = preload_control();
+	preload_in_env = preload && preload_follows_env();
+	if (preload && !preload_in_env && o->policy != THP_POLICY_HUGE && want_persistent) {
+		report_set_detail("libthp-preload.so is loaded, but not through LD_PRELOAD: "
+				  "exec()ed children would load it again and get HUGE");
+		return ret_errno(-EOPNOTSUPP);
+	}
+	c = caps_get_prctl();
 	advice = o->policy == THP_POLICY_HUGE ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
 	o->mappings_changed = 0;
 	o->persistent = false;
@@ -481,6 +692,19 @@ static int set_default_locked(struct thp_default_opts *o)
 			return ret_errno(-EOPNOTSUPP);
 		}
 	}
+	/*
+	 * The preload follows the policy in this process, its forked and its
+	 * exec()ed children.  Switched back on for HUGE, it still does not
+	 * count as persistent: that reports what the kernel keeps (thpctl run
+	 * adds the preload to CMD's environment when it is false).
+	 */
+	if (preload) {
+		err = preload_switch(preload, o->policy == THP_POLICY_HUGE);
+		if (err)
+			return ret_errno(err);
+		if (o->policy != THP_POLICY_HUGE && !preload_in_env)
+			o->persistent = false;
+	}
 	/* HUGE / NOHUGE also advise existing mappings, as both RFCs do. */
 	if ((o->policy == THP_POLICY_HUGE || o->policy == THP_POLICY_NOHUGE) &&
 	    !(o->flags & THP_DEFAULT_F_NO_EXISTING) && o->backend_used != THP_BACKEND_PRCTL_DISABLE)
@@ -488,55 +712,10 @@ static int set_default_locked(struct thp_default_opts *o)
 	return ret_errno(err);
 }
 
-/* Does a path end in the preload's file name? */
-static bool is_preload_path(const char *path, size_t len)
-{
-	static const char name[] = "/libthp-preload.so";
-	const size_t name_len = sizeof(name) - 1;
-
-	return len >= name_len && !memcmp(path + len - name_len, name, name_len);
-}
-
-static int preload_object_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	(void)arg;
-	return info->dlpi_name && is_preload_path(info->dlpi_name, strlen(info->dlpi_name));
-}
-
-/*
- * Is libthp-preload.so (thpctl run --policy huge) mapped in the target?
- * Loaded means active, so this is its policy.  1, 0, or -errno.  In the
- * calling process the dynamic loader's list of objects answers at once;
- * another process's maps text is searched for the path's basename (also
- * when the file was replaced: " (deleted)").
- */
-static int preload_mapped(const struct thp_target *t)
-{
-	struct line_reader lr;
-	const char *line;
-	size_t len;
-	int r;
-
-	if (t->self)
-		return dl_iterate_phdr(preload_object_cb, NULL) ? 1 : 0;
-	r = line_reader_open_proc(&lr, t, "maps");
-	if (r)
-		return r;
-	while ((r = line_reader_next(&lr, &line, &len)) == 1) {
-		if (len > 10 && !memcmp(line + len - 10, " (deleted)", 10))
-			len -= 10;
-		if (is_preload_path(line, len))
-			break;
-	}
-	line_reader_close(&lr);
-	return r;
-}
-
 /* The preload's HUGE, unless THP is disabled completely (NEVER wins). */
 static int check_preload(struct thp_default_opts *o, const struct thp_target *t)
 {
-	int r = preload_mapped(t);
+	int r = preload_active(t);
 
 	/* Another process's unreadable maps are no error of the caller's. */
 	if (r < 0)
@@ -645,22 +824,23 @@ out:
 	return ret_errno(err);
 }
 
-THP_API int thp_set_default(struct thp_default_opts *o)
+/* @call under default_lock. */
+static int with_default_lock(int (*call)(struct thp_default_opts *), struct thp_default_opts *o)
 {
 	int r;
 
 	default_lock_take();
-	r = set_default_locked(o);
+	r = call(o);
 	pthread_mutex_unlock(&default_lock);
 	return r;
 }
 
+THP_API int thp_set_default(struct thp_default_opts *o)
+{
+	return with_default_lock(set_default_locked, o);
+}
+
 THP_API int thp_get_default(struct thp_default_opts *o)
 {
-	int r;
-
-	default_lock_take();
-	r = get_default_locked(o);
-	pthread_mutex_unlock(&default_lock);
-	return r;
+	return with_default_lock(get_default_locked, o);
 }

@@ -259,6 +259,20 @@ int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int a
 int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges,
 		 size_t n, struct thp_report *reports);
 
+/* ---- libthp-preload.so's control entry (preload/preload.c) ---- */
+
+/*
+ * int thp_preload_control(int op), exported by the preload and found with
+ * dlsym(RTLD_DEFAULT): thp_set_default() switches the preload's advice off
+ * and on.  Returns the state before the call (1 on, 0 off), -EINVAL for an
+ * unknown op.  While off, the preload keeps a one-page mapping of a memfd
+ * that /proc/PID/maps names THP_PRELOAD_OFF_MARK, which tells another
+ * process's thp_get_default().
+ */
+#define THP_PRELOAD_CONTROL "thp_preload_control"
+#define THP_PRELOAD_OFF_MARK "/memfd:thp-preload-off"
+enum { THP_PRELOAD_QUERY = 0, THP_PRELOAD_OFF = 1, THP_PRELOAD_ON = 2 };
+
 /* ---- report.c ---- */
 
 void report_set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
