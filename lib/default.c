@@ -392,16 +392,27 @@ static int preload_active(const struct thp_target *t)
 }
 
 /* Exit codes of the probe children below. */
-enum { PROBE_YES = 0, PROBE_NO = 1, PROBE_UNKNOWN = 2 };
+enum { PROBE_YES = 0, PROBE_NO = 1, PROBE_UNKNOWN = 2, PROBE_MIXED = 3 };
 
-/* The probe child's answer: 1, 0, or -errno when it could not tell. */
+/*
+ * The probe child's answer: 1, 0, -EOPNOTSUPP (PROBE_MIXED), or -errno
+ * when it could not tell.
+ */
 static int probe_child_answer(pid_t pid)
 {
 	int st = pid < 0 ? pid : sys_wait_exit(pid);
 
 	if (st < 0)
 		return st;
+	if (st == PROBE_MIXED)
+		return -EOPNOTSUPP;
 	return st == PROBE_YES ? 1 : st == PROBE_NO ? 0 : -EIO;
+}
+
+/* Fresh mappings get @advice, and not the opposite one too. */
+static bool only_advice(int advice, bool huge, bool nohuge)
+{
+	return advice == MADV_HUGEPAGE ? huge && !nohuge : nohuge && !huge;
 }
 
 /*
@@ -429,53 +440,77 @@ static int new_mm_keeps_advice(int advice)
 /*
  * The same for a caller that does not have the default yet: a child sets it
  * with PMADV in its copy of the mm first, so the caller stays untouched.
+ * -EOPNOTSUPP when the child's fresh mappings then get the opposite advice
+ * too: another default that PMADV cannot clear (an RFC PR_SET_THP_POLICY
+ * default set without declaring the prctl) would stay mixed in.
  */
 static int pmadv_default_persists(int advice)
 {
 	pid_t pid = sys_fork_raw();
 
 	if (pid == 0) {
-		int keeps = pmadv_set_default(advice) ? -1 : new_mm_keeps_advice(advice);
+		bool huge = false, nohuge = false;
+		int keeps;
 
+		if (pmadv_set_default(advice) || fresh_mapping_advice(&huge, &nohuge))
+			sys_exit_group(PROBE_UNKNOWN);
+		if (!only_advice(advice, huge, nohuge))
+			sys_exit_group(PROBE_MIXED);
+		keeps = new_mm_keeps_advice(advice);
 		sys_exit_group(keeps < 0 ? PROBE_UNKNOWN : keeps ? PROBE_YES : PROBE_NO);
 	}
 	return probe_child_answer(pid);
 }
 
 /*
- * Whether a new mm keeps each advice depends on the kernel alone: learnt
- * once per process, on first need (it costs one or two child processes),
- * and kept in this probe cache.  A probe that could not tell (no fork, the
- * caller reaps children itself) answers "no" and is asked again next time.
+ * Whether a new mm keeps a PMADV default depends on the kernel alone, but
+ * only a probe from a clean state measures PMADV alone: an RFC prctl
+ * default in force survives fork() by itself.  So the answer is kept only
+ * when the caller's fresh mappings had no advice when it was learnt, and
+ * used only from such a state; otherwise asked again (one or two child
+ * processes).  A probe that could not tell (no fork, the caller reaps
+ * children itself) answers "no" and is not kept.
  */
-static _Atomic signed char new_mm_keeps_cache[2]; /* 0 unknown, 1 keeps, -1 not */
+static _Atomic signed char pmadv_keeps_cache[2]; /* 0 unknown, 1 keeps, -1 not */
 
-static bool default_persists(int advice, bool caller_has_it)
+/* 1, 0, or -EOPNOTSUPP (mixed with another default, see pmadv_default_persists()). */
+static int pmadv_persists(int advice, bool clean)
 {
-	_Atomic signed char *slot = &new_mm_keeps_cache[advice == MADV_HUGEPAGE];
-	signed char v = atomic_load_explicit(slot, memory_order_relaxed);
+	_Atomic signed char *slot = &pmadv_keeps_cache[advice == MADV_HUGEPAGE];
+	signed char v = clean ? atomic_load_explicit(slot, memory_order_relaxed) : 0;
+	int r;
 
-	if (v == 0) {
-		int r = caller_has_it ? new_mm_keeps_advice(advice) : pmadv_default_persists(advice);
-
-		if (r < 0)
-			return false;
-		v = r ? 1 : -1;
-		atomic_store_explicit(slot, v, memory_order_relaxed);
-	}
-	return v > 0;
+	if (v)
+		return v > 0;
+	r = pmadv_default_persists(advice);
+	if (r == -EOPNOTSUPP)
+		return r;
+	if (r < 0)
+		return 0;
+	if (clean)
+		atomic_store_explicit(slot, r ? 1 : -1, memory_order_relaxed);
+	return r;
 }
 
 static int set_by_pmadv(struct thp_default_opts *o, int advice, bool want_persistent)
 {
 	const struct thp_caps *c = caps_get();
 	bool huge = false, nohuge = false;
-	bool persists;
-	int err;
+	int persists, err;
 
 	if (!c->pmadv_set_default || !c->pmadv_entire)
 		return -EOPNOTSUPP;
-	persists = default_persists(advice, false);
+	err = fresh_mapping_advice(&huge, &nohuge);
+	if (err)
+		return err;
+	persists = pmadv_persists(advice, !huge && !nohuge);
+	if (persists < 0) {
+		report_set_detail("fresh mappings would also get %s from a default "
+				  "PMADV_SET_FORK_EXEC_DEFAULT cannot clear (an RFC PR_SET_THP_POLICY "
+				  "default: declare it with THP_DEFAULT_F_RFC_PRCTL)",
+				  advice == MADV_HUGEPAGE ? "MADV_NOHUGEPAGE" : "MADV_HUGEPAGE");
+		return persists;
+	}
 	if (want_persistent && !persists) {
 		report_set_detail("PMADV_SET_FORK_EXEC_DEFAULT keeps this default only in the "
 				  "calling process, not across fork() and exec()");
@@ -486,9 +521,9 @@ static int set_by_pmadv(struct thp_default_opts *o, int advice, bool want_persis
 		err = fresh_mapping_advice(&huge, &nohuge);
 	if (err)
 		return err;
-	if ((advice == MADV_HUGEPAGE && !huge) || (advice == MADV_NOHUGEPAGE && !nohuge)) {
+	if (!only_advice(advice, huge, nohuge)) {
 		report_set_detail("PMADV_SET_FORK_EXEC_DEFAULT returned success but fresh "
-				  "mappings do not show the advice");
+				  "mappings do not show the advice alone");
 		return -EOPNOTSUPP;
 	}
 	o->backend_used = THP_BACKEND_PMADV;
@@ -515,6 +550,14 @@ static long rfc_prctl_handshake(int get)
 	return -EOPNOTSUPP;
 }
 
+/*
+ * The policy this process last set with the RFC prctl (under default_lock;
+ * fork() copies it with the mm state), or -1.  A get that cannot issue the
+ * undeclared prctl sees only a fresh mapping's advice, which PMADV gives
+ * too: this names the mechanism, if the advice still matches.
+ */
+static int rfc_prctl_policy = -1;
+
 static int set_by_rfc_prctl(struct thp_default_opts *o, int set, int get)
 {
 	static const int arg[THP_POLICY_COUNT] = {
@@ -537,6 +580,7 @@ static int set_by_rfc_prctl(struct thp_default_opts *o, int set, int get)
 	}
 	o->backend_used = THP_BACKEND_PRCTL_POLICY;
 	o->persistent = true;
+	rfc_prctl_policy = (int)o->policy;
 	return 0;
 }
 
@@ -644,10 +688,12 @@ static int set_default_locked(struct thp_default_opts *o)
 
 	/*
 	 * Leave a PR_SET_THP_DISABLE from an earlier NEVER/NOHUGE behind
-	 * first, or it would hide the new policy; put it back on failure.
+	 * first, or it would hide the new policy (also NOHUGE: set by the RFC
+	 * prctl or PMADV, a plain disable left from NEVER would still disable
+	 * THP completely); put it back on failure.
 	 */
 	prev_disable = c->thp_disable ? sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) : 0;
-	if (o->policy != THP_POLICY_NEVER && o->policy != THP_POLICY_NOHUGE && prev_disable > 0)
+	if (o->policy != THP_POLICY_NEVER && prev_disable > 0)
 		sys_prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
 
 	if ((o->backend == THP_BACKEND_AUTO || o->backend == THP_BACKEND_PRCTL_POLICY) &&
@@ -705,6 +751,8 @@ static int set_default_locked(struct thp_default_opts *o)
 		if (o->policy != THP_POLICY_HUGE && !preload_in_env)
 			o->persistent = false;
 	}
+	if (o->backend_used != THP_BACKEND_PRCTL_POLICY)
+		rfc_prctl_policy = -1;
 	/* HUGE / NOHUGE also advise existing mappings, as both RFCs do. */
 	if ((o->policy == THP_POLICY_HUGE || o->policy == THP_POLICY_NOHUGE) &&
 	    !(o->flags & THP_DEFAULT_F_NO_EXISTING) && o->backend_used != THP_BACKEND_PRCTL_DISABLE)
@@ -813,8 +861,10 @@ static int get_default_locked(struct thp_default_opts *o)
 		goto out;
 	if (huge || nohuge) {
 		o->policy = huge ? THP_POLICY_HUGE : THP_POLICY_NOHUGE;
-		o->backend_used = THP_BACKEND_PMADV;
-		o->persistent = default_persists(huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE, true);
+		o->backend_used = rfc_prctl_policy == (int)o->policy ? THP_BACKEND_PRCTL_POLICY
+								      : THP_BACKEND_PMADV;
+		/* Measured each time: the state may come from more than PMADV. */
+		o->persistent = new_mm_keeps_advice(huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) > 0;
 		goto out;
 	}
 	o->policy = THP_POLICY_SYSTEM;
