@@ -8,8 +8,10 @@
  * where nothing persists: advise the existing mappings and say so.  Every
  * effect is read back before it is believed.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,60 @@
 
 #define DEFAULT_FLAGS (THP_DEFAULT_F_REQUIRE_PERSISTENT | THP_DEFAULT_F_NO_EXISTING | \
 		       THP_DEFAULT_F_RFC_PRCTL)
+
+/*
+ * The highest prctl option mainline assigns as of Linux 7.2 (81,
+ * PR_SET_CFI; 78 PR_FUTEX_HASH, 79 PR_RSEQ_SLICE_EXTENSION, 80 PR_GET_CFI).
+ * A declared RFC number at or below it names some other prctl on current
+ * kernels and is refused, except the RFC's own posted pair 78/79, which the
+ * read-back handshake tells apart.  Raise it when mainline assigns more.
+ */
+#define MAINLINE_PRCTL_MAX 81
+
+#if THP_RFC_PRCTL_SET > 0
+_Static_assert((THP_RFC_PRCTL_SET == RFC_PR_SET_THP_POLICY_POSTED &&
+		(THP_RFC_PRCTL_GET == 0 || THP_RFC_PRCTL_GET == RFC_PR_GET_THP_POLICY_POSTED)) ||
+		       (THP_RFC_PRCTL_SET > MAINLINE_PRCTL_MAX &&
+			(THP_RFC_PRCTL_GET == 0 || THP_RFC_PRCTL_GET > MAINLINE_PRCTL_MAX)),
+	       "rfc_prctl_set/rfc_prctl_get: a mainline prctl number other than the RFC's 78/79");
+#endif
+
+/*
+ * The default policy is process-wide, and both calls run sequences that
+ * must not interleave with another thread's (set, then read back; map a
+ * probe page, then read smaps): one lock serialises them.  It is never
+ * held across a fork() of the caller's: the atfork handlers take it before
+ * and give the child a fresh one.  (The probe children forked inside use
+ * a raw fork and only make raw system calls.)
+ */
+static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t default_atfork_once = PTHREAD_ONCE_INIT;
+
+static void default_lock_prepare(void)
+{
+	pthread_mutex_lock(&default_lock);
+}
+
+static void default_lock_parent(void)
+{
+	pthread_mutex_unlock(&default_lock);
+}
+
+static void default_lock_child(void)
+{
+	pthread_mutex_init(&default_lock, NULL);
+}
+
+static void default_atfork_register(void)
+{
+	pthread_atfork(default_lock_prepare, default_lock_parent, default_lock_child);
+}
+
+static void default_lock_take(void)
+{
+	pthread_once(&default_atfork_once, default_atfork_register);
+	pthread_mutex_lock(&default_lock);
+}
 
 /* The RFC prctl numbers, if the caller or the build declared them; else false. */
 static bool rfc_prctl_numbers(const struct thp_default_opts *o, int *set, int *get)
@@ -139,17 +195,224 @@ static int pmadv_set_default(int advice)
 	return r < 0 ? (int)r : 0;
 }
 
-/* Exit codes of the probe children below. */
-enum { PROBE_YES = 0, PROBE_NO = 1, PROBE_UNKNOWN = 2 };
+/* ---- libthp-preload.so (thpctl run --policy huge), doc/preload.md ---- */
 
-/* The probe child's answer: 1, 0, or -errno when it could not tell. */
+#define PRELOAD_NAME "libthp-preload.so"
+#define HUGETLB_TUNABLE "glibc.malloc.hugetlb"
+#define HUGETLB_TUNABLE_ON HUGETLB_TUNABLE "=1"
+
+typedef int (*preload_control_fn)(int op);
+
+/* Does a path name the preload (its file name, with or without a directory)? */
+static bool is_preload_path(const char *path, size_t len)
+{
+	const size_t name_len = sizeof(PRELOAD_NAME) - 1;
+
+	return len >= name_len && !memcmp(path + len - name_len, PRELOAD_NAME, name_len) &&
+	       (len == name_len || path[len - name_len - 1] == '/');
+}
+
+static bool is_hugetlb_tunable(const char *entry, size_t len)
+{
+	const size_t n = sizeof(HUGETLB_TUNABLE) - 1;
+
+	return len > n && !memcmp(entry, HUGETLB_TUNABLE, n) && entry[n] == '=';
+}
+
+/* Exactly the tunable thpctl adds with the preload; another value is the user's. */
+static bool is_hugetlb_on(const char *entry, size_t len)
+{
+	return len == sizeof(HUGETLB_TUNABLE_ON) - 1 && !memcmp(entry, HUGETLB_TUNABLE_ON, len);
+}
+
+/* The loaded preload's control entry, or NULL when no preload is loaded. */
+static preload_control_fn preload_control(void)
+{
+	void *sym = dlsym(RTLD_DEFAULT, THP_PRELOAD_CONTROL);
+	preload_control_fn fn;
+
+	memcpy(&fn, &sym, sizeof(fn));
+	return fn;
+}
+
+/*
+ * Rewrite the list in environment variable @var (entries separated by any
+ * of @seps, joined with ':'): without the entries @drop matches, with
+ * @first in front (NULL: none); unset when nothing is left.  Returns how
+ * many entries were dropped, or -ENOMEM.
+ */
+static int env_list_rewrite(const char *var, const char *seps,
+			    bool (*drop)(const char *, size_t), const char *first)
+{
+	const char *old = getenv(var), *p;
+	size_t cap = (old ? strlen(old) : 0) + (first ? strlen(first) : 0) + 2;
+	char *out = malloc(cap);
+	size_t len = 0;
+	int dropped = 0;
+
+	if (!out)
+		return -ENOMEM;
+	len = (size_t)snprintf(out, cap, "%s", first ? first : "");
+	for (p = old; p && *p; p += *p ? 1 : 0) {
+		size_t n = strcspn(p, seps);
+
+		if (n && drop(p, n))
+			dropped++;
+		else if (n)
+			len += (size_t)snprintf(out + len, cap - len, "%s%.*s", len ? ":" : "",
+						(int)n, p);
+		p += n;
+	}
+	if ((len ? setenv(var, out, 1) : unsetenv(var)) != 0)
+		dropped = -ENOMEM;
+	free(out);
+	return dropped;
+}
+
+/* LD_PRELOAD named the preload until preload_switch() took it out (under default_lock). */
+static bool preload_taken_out;
+
+/*
+ * Do exec()ed children load the preload only through LD_PRELOAD, so that
+ * editing it decides?  It names the preload now, or did before we took it
+ * out; otherwise it came some other way (/etc/ld.so.preload, dlopen()).
+ */
+static bool preload_follows_env(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	if (preload_taken_out)
+		return true;
+
+	for (; p && *p; p += *p ? 1 : 0) {
+		size_t n = strcspn(p, " :");
+
+		if (is_preload_path(p, n))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+/*
+ * Switch the preload loaded in this process on (HUGE) or off (any other
+ * policy), and make exec()ed children follow through the environment they
+ * inherit: off takes the preload out of LD_PRELOAD and the tunable thpctl
+ * set with it (glibc.malloc.hugetlb=1) out of GLIBC_TUNABLES; on puts both
+ * back, as `thpctl run --policy huge` sets them.  Forked children inherit
+ * the switch itself.  The environment is edited with setenv(), which is
+ * not safe against other threads reading or changing the environment at
+ * the same time (doc/preload.md).  0, or -ENOMEM with a detail.
+ */
+static int preload_switch(preload_control_fn ctl, bool on)
+{
+	const char *path = NULL;
+	bool taken_out = false;
+	Dl_info info;
+	void *addr;
+	int r;
+
+	if (on) {
+		memcpy(&addr, &ctl, sizeof(addr));
+		if (dladdr(addr, &info) && info.dli_fname && !strpbrk(info.dli_fname, ": \t\n"))
+			path = info.dli_fname;
+		r = env_list_rewrite("LD_PRELOAD", " :", is_preload_path, path);
+		if (r >= 0)
+			r = env_list_rewrite("GLIBC_TUNABLES", ":", is_hugetlb_tunable, NULL);
+		if (r >= 0) {
+			const char *t = getenv("GLIBC_TUNABLES");
+			char *both = NULL;
+
+			/* glibc.malloc.hugetlb=1 goes last, as thpctl puts it. */
+			if (t && asprintf(&both, "%s:%s", t, HUGETLB_TUNABLE_ON) < 0)
+				r = -ENOMEM;
+			else if (setenv("GLIBC_TUNABLES", both ? both : HUGETLB_TUNABLE_ON, 1))
+				r = -ENOMEM;
+			free(both);
+		}
+	} else {
+		r = env_list_rewrite("LD_PRELOAD", " :", is_preload_path, NULL);
+		taken_out = r > 0;
+		if (r >= 0)
+			r = env_list_rewrite("GLIBC_TUNABLES", ":", is_hugetlb_on, NULL);
+	}
+	if (r < 0) {
+		report_set_detail("the policy is set in the kernel, but the environment for "
+				  "libthp-preload.so could not be edited (out of memory)");
+		return r;
+	}
+	preload_taken_out = !on && (preload_taken_out || taken_out);
+	ctl(on ? THP_PRELOAD_ON : THP_PRELOAD_OFF);
+	return 0;
+}
+
+static int preload_object_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	return info->dlpi_name && is_preload_path(info->dlpi_name, strlen(info->dlpi_name));
+}
+
+/*
+ * Is libthp-preload.so (thpctl run --policy huge) loaded in the target and
+ * switched on?  1, 0, or -errno.  In the calling process its control entry
+ * answers (the dynamic loader's list, for a preload without one).  Another
+ * process's maps text is searched for the path's basename (also when the
+ * file was replaced: " (deleted)") and for the page the preload maps while
+ * switched off.
+ */
+static int preload_active(const struct thp_target *t)
+{
+	static const char off_mark[] = THP_PRELOAD_OFF_MARK;
+	const size_t off_len = sizeof(off_mark) - 1;
+	struct line_reader lr;
+	bool mapped = false, off = false;
+	const char *line;
+	size_t len;
+	int r;
+
+	if (t->self) {
+		preload_control_fn ctl = preload_control();
+
+		if (ctl)
+			return ctl(THP_PRELOAD_QUERY) > 0;
+		return dl_iterate_phdr(preload_object_cb, NULL) ? 1 : 0;
+	}
+	r = line_reader_open_proc(&lr, t, "maps");
+	if (r)
+		return r;
+	while ((r = line_reader_next(&lr, &line, &len)) == 1) {
+		if (len > 10 && !memcmp(line + len - 10, " (deleted)", 10))
+			len -= 10;
+		mapped |= is_preload_path(line, len);
+		off |= len >= off_len && !memcmp(line + len - off_len, off_mark, off_len);
+	}
+	line_reader_close(&lr);
+	return r < 0 ? r : mapped && !off;
+}
+
+/* Exit codes of the probe children below. */
+enum { PROBE_YES = 0, PROBE_NO = 1, PROBE_UNKNOWN = 2, PROBE_MIXED = 3 };
+
+/*
+ * The probe child's answer: 1, 0, -EOPNOTSUPP (PROBE_MIXED), or -errno
+ * when it could not tell.
+ */
 static int probe_child_answer(pid_t pid)
 {
 	int st = pid < 0 ? pid : sys_wait_exit(pid);
 
 	if (st < 0)
 		return st;
+	if (st == PROBE_MIXED)
+		return -EOPNOTSUPP;
 	return st == PROBE_YES ? 1 : st == PROBE_NO ? 0 : -EIO;
+}
+
+/* Fresh mappings get @advice, and not the opposite one too. */
+static bool only_advice(int advice, bool huge, bool nohuge)
+{
+	return advice == MADV_HUGEPAGE ? huge && !nohuge : nohuge && !huge;
 }
 
 /*
@@ -177,53 +440,77 @@ static int new_mm_keeps_advice(int advice)
 /*
  * The same for a caller that does not have the default yet: a child sets it
  * with PMADV in its copy of the mm first, so the caller stays untouched.
+ * -EOPNOTSUPP when the child's fresh mappings then get the opposite advice
+ * too: another default that PMADV cannot clear (an RFC PR_SET_THP_POLICY
+ * default set without declaring the prctl) would stay mixed in.
  */
 static int pmadv_default_persists(int advice)
 {
 	pid_t pid = sys_fork_raw();
 
 	if (pid == 0) {
-		int keeps = pmadv_set_default(advice) ? -1 : new_mm_keeps_advice(advice);
+		bool huge = false, nohuge = false;
+		int keeps;
 
+		if (pmadv_set_default(advice) || fresh_mapping_advice(&huge, &nohuge))
+			sys_exit_group(PROBE_UNKNOWN);
+		if (!only_advice(advice, huge, nohuge))
+			sys_exit_group(PROBE_MIXED);
+		keeps = new_mm_keeps_advice(advice);
 		sys_exit_group(keeps < 0 ? PROBE_UNKNOWN : keeps ? PROBE_YES : PROBE_NO);
 	}
 	return probe_child_answer(pid);
 }
 
 /*
- * Whether a new mm keeps each advice depends on the kernel alone: learnt
- * once per process, on first need (it costs one or two child processes),
- * and kept in this probe cache.  A probe that could not tell (no fork, the
- * caller reaps children itself) answers "no" and is asked again next time.
+ * Whether a new mm keeps a PMADV default depends on the kernel alone, but
+ * only a probe from a clean state measures PMADV alone: an RFC prctl
+ * default in force survives fork() by itself.  So the answer is kept only
+ * when the caller's fresh mappings had no advice when it was learnt, and
+ * used only from such a state; otherwise asked again (one or two child
+ * processes).  A probe that could not tell (no fork, the caller reaps
+ * children itself) answers "no" and is not kept.
  */
-static _Atomic signed char new_mm_keeps_cache[2]; /* 0 unknown, 1 keeps, -1 not */
+static _Atomic signed char pmadv_keeps_cache[2]; /* 0 unknown, 1 keeps, -1 not */
 
-static bool default_persists(int advice, bool caller_has_it)
+/* 1, 0, or -EOPNOTSUPP (mixed with another default, see pmadv_default_persists()). */
+static int pmadv_persists(int advice, bool clean)
 {
-	_Atomic signed char *slot = &new_mm_keeps_cache[advice == MADV_HUGEPAGE];
-	signed char v = atomic_load_explicit(slot, memory_order_relaxed);
+	_Atomic signed char *slot = &pmadv_keeps_cache[advice == MADV_HUGEPAGE];
+	signed char v = clean ? atomic_load_explicit(slot, memory_order_relaxed) : 0;
+	int r;
 
-	if (v == 0) {
-		int r = caller_has_it ? new_mm_keeps_advice(advice) : pmadv_default_persists(advice);
-
-		if (r < 0)
-			return false;
-		v = r ? 1 : -1;
-		atomic_store_explicit(slot, v, memory_order_relaxed);
-	}
-	return v > 0;
+	if (v)
+		return v > 0;
+	r = pmadv_default_persists(advice);
+	if (r == -EOPNOTSUPP)
+		return r;
+	if (r < 0)
+		return 0;
+	if (clean)
+		atomic_store_explicit(slot, r ? 1 : -1, memory_order_relaxed);
+	return r;
 }
 
 static int set_by_pmadv(struct thp_default_opts *o, int advice, bool want_persistent)
 {
 	const struct thp_caps *c = caps_get();
 	bool huge = false, nohuge = false;
-	bool persists;
-	int err;
+	int persists, err;
 
 	if (!c->pmadv_set_default || !c->pmadv_entire)
 		return -EOPNOTSUPP;
-	persists = default_persists(advice, false);
+	err = fresh_mapping_advice(&huge, &nohuge);
+	if (err)
+		return err;
+	persists = pmadv_persists(advice, !huge && !nohuge);
+	if (persists < 0) {
+		report_set_detail("fresh mappings would also get %s from a default "
+				  "PMADV_SET_FORK_EXEC_DEFAULT cannot clear (an RFC PR_SET_THP_POLICY "
+				  "default: declare it with THP_DEFAULT_F_RFC_PRCTL)",
+				  advice == MADV_HUGEPAGE ? "MADV_NOHUGEPAGE" : "MADV_HUGEPAGE");
+		return persists;
+	}
 	if (want_persistent && !persists) {
 		report_set_detail("PMADV_SET_FORK_EXEC_DEFAULT keeps this default only in the "
 				  "calling process, not across fork() and exec()");
@@ -234,15 +521,42 @@ static int set_by_pmadv(struct thp_default_opts *o, int advice, bool want_persis
 		err = fresh_mapping_advice(&huge, &nohuge);
 	if (err)
 		return err;
-	if ((advice == MADV_HUGEPAGE && !huge) || (advice == MADV_NOHUGEPAGE && !nohuge)) {
+	if (!only_advice(advice, huge, nohuge)) {
 		report_set_detail("PMADV_SET_FORK_EXEC_DEFAULT returned success but fresh "
-				  "mappings do not show the advice");
+				  "mappings do not show the advice alone");
 		return -EOPNOTSUPP;
 	}
 	o->backend_used = THP_BACKEND_PMADV;
 	o->persistent = persists;
 	return 0;
 }
+
+/*
+ * The RFC's PR_GET_THP_POLICY handshake: 0, 1 or 2 for a get with zero
+ * arguments, else -EOPNOTSUPP with a detail.  Issued before any set: on
+ * kernels without the RFC, 79 is unassigned or (7.2) PR_RSEQ_SLICE_EXTENSION,
+ * both EINVAL for these arguments, while the set number 78 would change the
+ * futex hash (PR_FUTEX_HASH_SET_SLOTS is 1, the RFC's DEFAULT_NOHUGE).
+ */
+static long rfc_prctl_handshake(int get)
+{
+	long r = sys_prctl(get, 0, 0, 0, 0);
+
+	if (r == RFC_PR_THP_POLICY_DEFAULT_HUGE || r == RFC_PR_THP_POLICY_DEFAULT_NOHUGE ||
+	    r == RFC_PR_THP_POLICY_SYSTEM)
+		return r;
+	report_set_detail("prctl(%d) does not answer as PR_GET_THP_POLICY (%ld): the kernel does "
+			  "not implement the RFC prctl with these numbers", get, r);
+	return -EOPNOTSUPP;
+}
+
+/*
+ * The policy this process last set with the RFC prctl (under default_lock;
+ * fork() copies it with the mm state), or -1.  A get that cannot issue the
+ * undeclared prctl sees only a fresh mapping's advice, which PMADV gives
+ * too: this names the mechanism, if the advice still matches.
+ */
+static int rfc_prctl_policy = -1;
 
 static int set_by_rfc_prctl(struct thp_default_opts *o, int set, int get)
 {
@@ -251,8 +565,10 @@ static int set_by_rfc_prctl(struct thp_default_opts *o, int set, int get)
 		[THP_POLICY_HUGE] = RFC_PR_THP_POLICY_DEFAULT_HUGE,
 		[THP_POLICY_NOHUGE] = RFC_PR_THP_POLICY_DEFAULT_NOHUGE,
 	};
-	long r;
+	long r = rfc_prctl_handshake(get);
 
+	if (r < 0)
+		return (int)r;
 	r = sys_prctl(set, (unsigned long)arg[o->policy], 0, 0, 0);
 	if (r < 0)
 		return (int)r;
@@ -264,6 +580,7 @@ static int set_by_rfc_prctl(struct thp_default_opts *o, int set, int get)
 	}
 	o->backend_used = THP_BACKEND_PRCTL_POLICY;
 	o->persistent = true;
+	rfc_prctl_policy = (int)o->policy;
 	return 0;
 }
 
@@ -296,17 +613,42 @@ static int set_by_thp_disable(struct thp_default_opts *o)
 	return 0;
 }
 
+/*
+ * Declared RFC prctl numbers: the posted pair, or both above every
+ * mainline prctl, and not the same.  Checked before any system call.
+ */
+static int validate_rfc_prctl(const struct thp_default_opts *o)
+{
+	int set, get;
+
+	if (!(o->flags & THP_DEFAULT_F_RFC_PRCTL))
+		return 0;
+	rfc_prctl_numbers(o, &set, &get);
+	if (set == RFC_PR_SET_THP_POLICY_POSTED && get == RFC_PR_GET_THP_POLICY_POSTED)
+		return 0;
+	if (set <= MAINLINE_PRCTL_MAX || get <= MAINLINE_PRCTL_MAX || set == get) {
+		report_set_detail("RFC prctl numbers %d/%d refused: options up to %d are mainline "
+				  "prctls; only the RFC's own 78/79, or two distinct numbers above "
+				  "%d, are accepted", set, get, MAINLINE_PRCTL_MAX, MAINLINE_PRCTL_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int validate_default_opts(struct thp_default_opts *o)
 {
 	int err = opts_check(o, sizeof(*o), THP_DEFAULT_OPTS_SIZE_VER0);
 
-	return err ? err : validate_flags_backend(o->flags, DEFAULT_FLAGS, o->backend);
+	if (!err)
+		err = validate_flags_backend(o->flags, DEFAULT_FLAGS, o->backend);
+	return err ? err : validate_rfc_prctl(o);
 }
 
-THP_API int thp_set_default(struct thp_default_opts *o)
+static int set_default_locked(struct thp_default_opts *o)
 {
 	const struct thp_caps *c;
-	bool want_persistent;
+	preload_control_fn preload;
+	bool want_persistent, preload_in_env;
 	long prev_disable;
 	int set, get, err = -EOPNOTSUPP;
 	int advice;
@@ -324,8 +666,21 @@ THP_API int thp_set_default(struct thp_default_opts *o)
 				  "policy; run it under thpctl or have it call thp_set_default()");
 		return ret_errno(o->pidfd < 0 ? -EBADF : -EOPNOTSUPP);
 	}
-	c = caps_get_prctl();
 	want_persistent = o->flags & THP_DEFAULT_F_REQUIRE_PERSISTENT;
+	/*
+	 * Under libthp-preload.so new mappings get MADV_HUGEPAGE from the
+	 * preload, not the kernel: it is switched with the policy below.  One
+	 * loaded other than through LD_PRELOAD would be back in exec()ed
+	 * children, so SYSTEM/NOHUGE/NEVER cannot persist then.
+	 */
+	preload = preload_control();
+	preload_in_env = preload && preload_follows_env();
+	if (preload && !preload_in_env && o->policy != THP_POLICY_HUGE && want_persistent) {
+		report_set_detail("libthp-preload.so is loaded, but not through LD_PRELOAD: "
+				  "exec()ed children would load it again and get HUGE");
+		return ret_errno(-EOPNOTSUPP);
+	}
+	c = caps_get_prctl();
 	advice = o->policy == THP_POLICY_HUGE ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
 	o->mappings_changed = 0;
 	o->persistent = false;
@@ -333,10 +688,12 @@ THP_API int thp_set_default(struct thp_default_opts *o)
 
 	/*
 	 * Leave a PR_SET_THP_DISABLE from an earlier NEVER/NOHUGE behind
-	 * first, or it would hide the new policy; put it back on failure.
+	 * first, or it would hide the new policy (also NOHUGE: set by the RFC
+	 * prctl or PMADV, a plain disable left from NEVER would still disable
+	 * THP completely); put it back on failure.
 	 */
 	prev_disable = c->thp_disable ? sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) : 0;
-	if (o->policy != THP_POLICY_NEVER && o->policy != THP_POLICY_NOHUGE && prev_disable > 0)
+	if (o->policy != THP_POLICY_NEVER && prev_disable > 0)
 		sys_prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
 
 	if ((o->backend == THP_BACKEND_AUTO || o->backend == THP_BACKEND_PRCTL_POLICY) &&
@@ -381,6 +738,21 @@ THP_API int thp_set_default(struct thp_default_opts *o)
 			return ret_errno(-EOPNOTSUPP);
 		}
 	}
+	/*
+	 * The preload follows the policy in this process, its forked and its
+	 * exec()ed children.  Switched back on for HUGE, it still does not
+	 * count as persistent: that reports what the kernel keeps (thpctl run
+	 * adds the preload to CMD's environment when it is false).
+	 */
+	if (preload) {
+		err = preload_switch(preload, o->policy == THP_POLICY_HUGE);
+		if (err)
+			return ret_errno(err);
+		if (o->policy != THP_POLICY_HUGE && !preload_in_env)
+			o->persistent = false;
+	}
+	if (o->backend_used != THP_BACKEND_PRCTL_POLICY)
+		rfc_prctl_policy = -1;
 	/* HUGE / NOHUGE also advise existing mappings, as both RFCs do. */
 	if ((o->policy == THP_POLICY_HUGE || o->policy == THP_POLICY_NOHUGE) &&
 	    !(o->flags & THP_DEFAULT_F_NO_EXISTING) && o->backend_used != THP_BACKEND_PRCTL_DISABLE)
@@ -388,55 +760,10 @@ THP_API int thp_set_default(struct thp_default_opts *o)
 	return ret_errno(err);
 }
 
-/* Does a path end in the preload's file name? */
-static bool is_preload_path(const char *path, size_t len)
-{
-	static const char name[] = "/libthp-preload.so";
-	const size_t name_len = sizeof(name) - 1;
-
-	return len >= name_len && !memcmp(path + len - name_len, name, name_len);
-}
-
-static int preload_object_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	(void)arg;
-	return info->dlpi_name && is_preload_path(info->dlpi_name, strlen(info->dlpi_name));
-}
-
-/*
- * Is libthp-preload.so (thpctl run --policy huge) mapped in the target?
- * Loaded means active, so this is its policy.  1, 0, or -errno.  In the
- * calling process the dynamic loader's list of objects answers at once;
- * another process's maps text is searched for the path's basename (also
- * when the file was replaced: " (deleted)").
- */
-static int preload_mapped(const struct thp_target *t)
-{
-	struct line_reader lr;
-	const char *line;
-	size_t len;
-	int r;
-
-	if (t->self)
-		return dl_iterate_phdr(preload_object_cb, NULL) ? 1 : 0;
-	r = line_reader_open_proc(&lr, t, "maps");
-	if (r)
-		return r;
-	while ((r = line_reader_next(&lr, &line, &len)) == 1) {
-		if (len > 10 && !memcmp(line + len - 10, " (deleted)", 10))
-			len -= 10;
-		if (is_preload_path(line, len))
-			break;
-	}
-	line_reader_close(&lr);
-	return r;
-}
-
 /* The preload's HUGE, unless THP is disabled completely (NEVER wins). */
 static int check_preload(struct thp_default_opts *o, const struct thp_target *t)
 {
-	int r = preload_mapped(t);
+	int r = preload_active(t);
 
 	/* Another process's unreadable maps are no error of the caller's. */
 	if (r < 0)
@@ -485,7 +812,7 @@ static int get_remote(struct thp_default_opts *o, const struct thp_target *t)
 	return -EOPNOTSUPP;
 }
 
-THP_API int thp_get_default(struct thp_default_opts *o)
+static int get_default_locked(struct thp_default_opts *o)
 {
 	const struct thp_caps *c;
 	struct thp_target t;
@@ -521,7 +848,7 @@ THP_API int thp_get_default(struct thp_default_opts *o)
 		goto out;
 	}
 	if (rfc_prctl_numbers(o, &set, &get)) {
-		r = sys_prctl(get, 0, 0, 0, 0);
+		r = rfc_prctl_handshake(get);
 		if (r == RFC_PR_THP_POLICY_DEFAULT_HUGE || r == RFC_PR_THP_POLICY_DEFAULT_NOHUGE) {
 			o->policy = r == RFC_PR_THP_POLICY_DEFAULT_HUGE ? THP_POLICY_HUGE
 									: THP_POLICY_NOHUGE;
@@ -534,8 +861,10 @@ THP_API int thp_get_default(struct thp_default_opts *o)
 		goto out;
 	if (huge || nohuge) {
 		o->policy = huge ? THP_POLICY_HUGE : THP_POLICY_NOHUGE;
-		o->backend_used = THP_BACKEND_PMADV;
-		o->persistent = default_persists(huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE, true);
+		o->backend_used = rfc_prctl_policy == (int)o->policy ? THP_BACKEND_PRCTL_POLICY
+								      : THP_BACKEND_PMADV;
+		/* Measured each time: the state may come from more than PMADV. */
+		o->persistent = new_mm_keeps_advice(huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) > 0;
 		goto out;
 	}
 	o->policy = THP_POLICY_SYSTEM;
@@ -543,4 +872,25 @@ THP_API int thp_get_default(struct thp_default_opts *o)
 out:
 	target_close(&t);
 	return ret_errno(err);
+}
+
+/* @call under default_lock. */
+static int with_default_lock(int (*call)(struct thp_default_opts *), struct thp_default_opts *o)
+{
+	int r;
+
+	default_lock_take();
+	r = call(o);
+	pthread_mutex_unlock(&default_lock);
+	return r;
+}
+
+THP_API int thp_set_default(struct thp_default_opts *o)
+{
+	return with_default_lock(set_default_locked, o);
+}
+
+THP_API int thp_get_default(struct thp_default_opts *o)
+{
+	return with_default_lock(get_default_locked, o);
 }

@@ -265,15 +265,35 @@ int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int a
 int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges,
 		 size_t n, struct thp_report *reports);
 
+/* ---- libthp-preload.so's control entry (preload/preload.c) ---- */
+
+/*
+ * int thp_preload_control(int op), exported by the preload and found with
+ * dlsym(RTLD_DEFAULT): thp_set_default() switches the preload's advice off
+ * and on.  Returns the state before the call (1 on, 0 off), -EINVAL for an
+ * unknown op.  While off, the preload keeps a one-page mapping of a memfd
+ * that /proc/PID/maps names THP_PRELOAD_OFF_MARK, which tells another
+ * process's thp_get_default().
+ */
+#define THP_PRELOAD_CONTROL "thp_preload_control"
+#define THP_PRELOAD_OFF_MARK "/memfd:thp-preload-off"
+enum { THP_PRELOAD_QUERY = 0, THP_PRELOAD_OFF = 1, THP_PRELOAD_ON = 2 };
+
 /* ---- report.c ---- */
 
 void report_set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void report_clear_detail(void);
-/* Set errno from a libthp return value and pass it through. */
+/* End of a public call: a failure shows the detail noted, a success "". */
+void report_return(int ret);
+/*
+ * Set errno from a libthp return value and pass it through; every public
+ * call that can fail returns through here (it publishes the detail).
+ */
 static inline int ret_errno(int ret)
 {
 	if (ret < 0)
 		errno = -ret;
+	report_return(ret);
 	return ret;
 }
 

@@ -10,9 +10,15 @@
 #include "thp_config.h"
 
 /*
- * Per-thread, like errno: why the last call in this thread failed.  It
- * points at constant text (most details) or at detail_buf.
+ * Per-thread, like errno: why the last call in this thread failed.  A call
+ * notes details as it goes (backend selection notes one for every backend
+ * it passes over, a mechanism that fails notes why before the next one is
+ * tried), but only a failure publishes them: report_return() makes the
+ * pending detail the one thp_strerror_detail() shows when the call fails,
+ * and clears both when it succeeds, so a success after a fallback says "".
+ * Each points at constant text (most details) or at detail_buf.
  */
+static __thread const char *pending_detail;
 static __thread const char *last_detail;
 static __thread char detail_buf[256];
 
@@ -27,18 +33,24 @@ void report_set_detail(const char *fmt, ...)
 	 * it makes (benchmark 1).
 	 */
 	if (!strchr(fmt, '%')) {
-		last_detail = fmt;
+		pending_detail = fmt;
 		return;
 	}
 	va_start(ap, fmt);
 	vsnprintf(detail_buf, sizeof(detail_buf), fmt, ap);
 	va_end(ap);
-	last_detail = detail_buf;
+	pending_detail = detail_buf;
 }
 
 void report_clear_detail(void)
 {
-	last_detail = NULL;
+	pending_detail = last_detail = NULL;
+}
+
+void report_return(int ret)
+{
+	last_detail = ret < 0 ? pending_detail : NULL;
+	pending_detail = NULL;
 }
 
 THP_API const char *thp_strerror_detail(void)

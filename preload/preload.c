@@ -10,7 +10,9 @@
  *   succeeded is advised MADV_HUGEPAGE, as if mm->def_flags had VM_HUGEPAGE;
  * - malloc's own mappings, made inside libc where no interposition reaches,
  *   are covered by glibc.malloc.hugetlb=1, which thpctl sets next to
- *   LD_PRELOAD; both are inherited by children through the environment.
+ *   LD_PRELOAD; both are inherited by children through the environment;
+ * - until thp_set_default() in the program switches it off (and on again)
+ *   through thp_preload_control(), the one other symbol exported.
  *
  * mremap() is not interposed: the kernel carries VM_HUGEPAGE with the
  * mapping when it grows or moves, and advising a remapped region that is
@@ -52,7 +54,13 @@
 
 typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
 
+#ifndef MFD_CLOEXEC
+#define MFD_CLOEXEC 1U
+#endif
+
 static _Atomic(mmap_fn) real_mmap, real_mmap64;
+/* Advising, until thp_set_default() switches it off (thp_preload_control()). */
+static atomic_bool active = true;
 /* Set while this thread is inside dlsym(): a nested mmap takes the syscall. */
 static __thread bool resolving;
 /* MADV_POPULATE_* known (5.14+): MAP_POPULATE can be moved after the advice. */
@@ -117,7 +125,7 @@ static void *mmap_common(_Atomic(mmap_fn) *slot, const char *name, void *addr, s
 			 int prot, int flags, int fd, off_t off)
 {
 	mmap_fn fn = resolve(slot, name);
-	bool advise = wants_advice(flags);
+	bool advise = wants_advice(flags) && atomic_load_explicit(&active, memory_order_relaxed);
 	bool populate = false;
 	void *p;
 	int saved;
@@ -155,6 +163,63 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	return mmap_common(&real_mmap64, "mmap64", addr, len, prot, flags, fd, off);
+}
+
+/*
+ * While switched off, a PROT_NONE mapping of an empty memfd named
+ * "thp-preload-off", which /proc/PID/maps shows as THP_PRELOAD_OFF_MARK:
+ * what another process's thp_get_default() reads, since the preload stays
+ * mapped.  (A file name works on every kernel; naming an anonymous mapping
+ * needs CONFIG_ANON_VMA_NAME.)  Inherited by fork(), like the switch.
+ */
+static void *off_mark;
+
+static void set_off_mark(bool off)
+{
+	size_t len = (size_t)getpagesize();
+
+	if (off && !off_mark) {
+		int fd = (int)syscall(SYS_memfd_create, "thp-preload-off", MFD_CLOEXEC);
+		void *p = fd < 0 ? MAP_FAILED : raw_mmap(NULL, len, PROT_NONE, MAP_PRIVATE, fd, 0);
+
+		if (fd >= 0)
+			close(fd);
+		if (p == MAP_FAILED)
+			dbg("cannot map the switched-off mark: other processes see HUGE\n");
+		else
+			off_mark = p;
+	} else if (!off && off_mark) {
+		sys_munmap(off_mark, len);
+		off_mark = NULL;
+	}
+}
+
+/*
+ * The one control entry (doc/preload.md), for libthp's thp_set_default():
+ * THP_PRELOAD_OFF stops advising new mappings, THP_PRELOAD_ON starts again,
+ * THP_PRELOAD_QUERY only asks.  Returns the state before (1 on, 0 off), or
+ * -EINVAL.  Callers serialise on/off (libthp holds its default-policy
+ * lock); the flag itself is atomic, so a concurrent mmap() sees either
+ * state.  Mappings already advised keep their advice.
+ */
+EXPORT int thp_preload_control(int op);
+EXPORT int thp_preload_control(int op)
+{
+	bool was = atomic_load(&active);
+
+	switch (op) {
+	case THP_PRELOAD_QUERY:
+		break;
+	case THP_PRELOAD_OFF:
+	case THP_PRELOAD_ON:
+		atomic_store(&active, op == THP_PRELOAD_ON);
+		set_off_mark(op == THP_PRELOAD_OFF);
+		dbg("switched %s\n", op == THP_PRELOAD_ON ? "on" : "off");
+		break;
+	default:
+		return -EINVAL;
+	}
+	return was;
 }
 
 /*

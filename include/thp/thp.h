@@ -228,7 +228,9 @@ enum thp_policy {
  * The caller declares that the running kernel implements the RFC
  * PR_SET_THP_POLICY prctl with the numbers in prctl_set / prctl_get.
  * Without it (or the build option) libthp never issues those prctls: on
- * mainline 78 is PR_FUTEX_HASH.
+ * mainline 78 is PR_FUTEX_HASH and 79 PR_RSEQ_SLICE_EXTENSION.  Numbers up
+ * to 81 (the last mainline prctl in 7.2) other than the RFC's 78/79 are
+ * -EINVAL, and the get number must answer as PR_GET_THP_POLICY before any set.
  */
 #define THP_DEFAULT_F_RFC_PRCTL (1u << 2)
 /**@}*/
@@ -253,7 +255,10 @@ struct thp_default_opts {
 
 /**
  * Set the default THP policy of the calling process, inherited by children
- * and kept across exec() where the kernel can.
+ * and kept across exec() where the kernel can.  Under libthp-preload.so it
+ * also switches the preload and edits LD_PRELOAD / GLIBC_TUNABLES for
+ * children (not thread-safe against concurrent environment use; see
+ * thp_set_default(3)).
  * @param opts Options and results; must not be NULL.
  * @return 0, or a negative errno (-EOPNOTSUPP: policy cannot be set, or not
  *         persistently with THP_DEFAULT_F_REQUIRE_PERSISTENT).
@@ -266,7 +271,7 @@ THP_API int thp_set_default(struct thp_default_opts *opts);
  * For another process the kernel shows only whether THP is disabled
  * completely (NEVER); "system" and "nohuge" look the same from outside, so
  * that case fails with -EOPNOTSUPP rather than guess.
- * A process that has libthp-preload.so loaded (started by
+ * A process that has libthp-preload.so loaded and switched on (started by
  * `thpctl run --policy huge`; the dynamic loader's list tells for the
  * calling process, /proc/PID/maps for another one)
  * reports THP_POLICY_HUGE, backend_used THP_BACKEND_PRELOAD and

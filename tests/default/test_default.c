@@ -17,6 +17,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -901,6 +902,190 @@ START_TEST(get_self_probe_mapping)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* Concurrency: the policy is process-wide, calls are serialised       */
+
+#define RACE_THREADS 8
+
+struct race_arg {
+	unsigned int id, calls;
+	pthread_barrier_t *start;
+	int bad_ret;          /* first return value that is neither 0 nor documented */
+	uint32_t bad_policy;
+	unsigned int bad_calls;
+	unsigned int get_bad;
+};
+
+/* thp_set_default() documents 0 or -EOPNOTSUPP for a valid request. */
+static bool documented_set_ret(int r)
+{
+	return r == 0 || r == -EOPNOTSUPP;
+}
+
+static void *race_thread(void *p)
+{
+	static const uint32_t pol[] = { THP_POLICY_NEVER, THP_POLICY_SYSTEM, THP_POLICY_NOHUGE };
+	struct race_arg *a = p;
+
+	pthread_barrier_wait(a->start);
+	for (unsigned int i = 0; i < a->calls; i++) {
+		uint32_t policy = pol[(i + a->id) % 3];
+		THP_OPTS(thp_default_opts, o, .policy = policy);
+		THP_OPTS(thp_default_opts, g);
+		int r = thp_set_default(&o);
+
+		if (!documented_set_ret(r) && !a->bad_calls++) {
+			a->bad_ret = r;
+			a->bad_policy = policy;
+		}
+		r = thp_get_default(&g);
+		if (r != 0 || g.policy >= THP_POLICY_COUNT)
+			a->get_bad++;
+	}
+	/* Every thread ends on NOHUGE: whatever the order, that is the last policy set. */
+	{
+		THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_NOHUGE);
+		int r = thp_set_default(&o);
+
+		if (!documented_set_ret(r) && !a->bad_calls++) {
+			a->bad_ret = r;
+			a->bad_policy = THP_POLICY_NOHUGE;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Threads setting and reading the default at once: every call returns 0 or
+ * a documented error (set and read-back used to interleave with another
+ * thread's set: -EIO), and the state at the end is the last policy set,
+ * in the kernel (PR_GET_THP_DISABLE), read back, and on a fresh mapping in
+ * a forked and an exec()ed child.
+ */
+START_TEST(concurrent_set_get)
+{
+	const unsigned int calls = scaled(1000, 50);
+	struct race_arg a[RACE_THREADS];
+	pthread_t th[RACE_THREADS];
+	pthread_barrier_t start;
+	struct child_result fc;
+	struct report ex;
+	int get, disable;
+
+	set_mode("always");
+	ck_assert_int_eq(pthread_barrier_init(&start, NULL, RACE_THREADS), 0);
+	for (unsigned int i = 0; i < RACE_THREADS; i++) {
+		a[i] = (struct race_arg){ .id = i, .calls = calls, .start = &start };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, race_thread, &a[i]), 0);
+	}
+	for (unsigned int i = 0; i < RACE_THREADS; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&start);
+	disable = (int)thp_disable_now();
+	get = get_policy(THP_SELF, NULL);
+	fc = forked_measure();
+	ex = exec_report(false);
+	ck_assert_int_eq(reset_system(), 0);
+	restore_sysfs();
+
+	for (unsigned int i = 0; i < RACE_THREADS; i++) {
+		ck_assert_msg(a[i].bad_calls == 0,
+			      "thread %u: %u of %u thp_set_default() calls returned an undocumented "
+			      "error, first %d (%s) for %s", i, a[i].bad_calls, calls + 1,
+			      a[i].bad_ret, thp_strerror(a[i].bad_ret), thp_policy_name(a[i].bad_policy));
+		ck_assert_msg(a[i].get_bad == 0, "thread %u: %u thp_get_default() calls failed", i,
+			      a[i].get_bad);
+	}
+	ck_assert_int_eq(disable, 1 | PR_THP_DISABLE_EXCEPT_ADVISED);
+	ck_assert_int_eq(get, THP_POLICY_NOHUGE);
+	ck_child_ok(fc.status);
+	ck_assert_int_eq(fc.get, THP_POLICY_NOHUGE);
+	ck_assert_int_eq(fc.plain_kb, 0);
+	ck_child_ok(ex.status);
+	ck_assert_msg(!strcmp(ex.policy, "nohuge") && ex.anonhuge_kb == 0, "exec child: %s",
+		      ex.line);
+}
+END_TEST
+
+/*
+ * A call made after a failure (so a detail was showing) that itself passes
+ * over a mechanism or backend before it succeeds: thp_strerror_detail() is
+ * "" afterwards, as the header promises, for every entry point.
+ */
+static void prime_detail(void)
+{
+	ck_assert_int_eq(thp_set_default(NULL), -EINVAL);
+	ck_assert_msg(thp_strerror_detail()[0], "a failed call left no detail to clear");
+}
+
+#define ck_detail_clear(what)                                                              \
+	ck_assert_msg(!thp_strerror_detail()[0], "%s succeeded but the detail says \"%s\"", \
+		      what, thp_strerror_detail())
+
+START_TEST(detail_empty_after_success)
+{
+	struct thp_probe_info info = { .sz = sizeof(info) };
+	struct thp_mapping_state st;
+	struct thp_range r;
+	char *p = map_aligned(4, 0);
+	int ret;
+
+	r = (struct thp_range){ (uintptr_t)p, 4 * MiB };
+	/* The RFC handshake fails here (no such prctl): NOHUGE falls back to PR_SET_THP_DISABLE. */
+	prime_detail();
+	{
+		THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_NOHUGE,
+			 .flags = THP_DEFAULT_F_RFC_PRCTL, .prctl_set = 1000, .prctl_get = 1001);
+
+		ret = thp_set_default(&o);
+		ck_assert_int_eq(ret, 0);
+		ck_assert_uint_eq(o.backend_used, THP_BACKEND_PRCTL_DISABLE);
+		ck_assert_int_eq(thp_disable_now(), 1 | PR_THP_DISABLE_EXCEPT_ADVISED);
+		ck_detail_clear("thp_set_default(NOHUGE, RFC prctl 1000/1001)");
+	}
+	prime_detail();
+	{
+		THP_OPTS(thp_default_opts, o, .flags = THP_DEFAULT_F_RFC_PRCTL, .prctl_set = 1000,
+			 .prctl_get = 1001);
+
+		ck_assert_int_eq(thp_get_default(&o), 0);
+		ck_assert_uint_eq(o.policy, THP_POLICY_NOHUGE);
+		ck_detail_clear("thp_get_default(RFC prctl 1000/1001)");
+	}
+	ck_assert_int_eq(reset_system(), 0);
+	/* Passes over the backends this kernel lacks (PMADV) on the way. */
+	prime_detail();
+	ck_assert_int_eq(thp_probe(&info), 0);
+	ck_detail_clear("thp_probe()");
+	prime_detail();
+	{
+		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE);
+
+		ck_assert_int_eq(thp_apply_ranges(&r, 1, &o), 1);
+		ck_assert(vma_hg(0, (uintptr_t)p));
+		ck_detail_clear("thp_apply_ranges()");
+	}
+	prime_detail();
+	{
+		THP_OPTS(thp_apply_all_opts, o, .advice = THP_ADVICE_NOHUGE,
+			 .flags = THP_F_SKIP_ERRORS);
+
+		ck_assert_int_ge(thp_apply_all(&o), 1);
+		ck_assert(vma_nh(0, (uintptr_t)p));
+		ck_detail_clear("thp_apply_all()");
+	}
+	prime_detail();
+	{
+		THP_OPTS(thp_query_opts, q, .addr = (uintptr_t)p, .len = 1, .states = &st,
+			 .states_cap = 1);
+
+		ck_assert_int_eq(thp_query(&q), 1);
+		ck_detail_clear("thp_query()");
+	}
+	munmap(p, 4 * MiB);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 
 static void add(Suite *s, const char *name, const TTest *t)
 {
@@ -930,6 +1115,8 @@ int main(void)
 	add(s, "failed_require_persistent_keeps_policy", failed_require_persistent_keeps_policy);
 	add(s, "get_self_probe_mapping", get_self_probe_mapping);
 	add(s, "huge_advises_every_existing_mapping", huge_advises_every_existing_mapping);
+	add(s, "concurrent_set_get", concurrent_set_get);
+	add(s, "detail_empty_after_success", detail_empty_after_success);
 	rc = run_suite(s);
 	restore_sysfs();
 	return rc;

@@ -29,15 +29,29 @@
 
 #define PMD (2UL << 20)
 
-/* Kill the process on prctl(78|79, ...); allow everything else. */
+/*
+ * prctl options the filter kills on: 78 and 79 (PR_FUTEX_HASH and, on 7.2,
+ * PR_RSEQ_SLICE_EXTENSION), and while a test widens it (kill_also), the
+ * numbers it hands libthp as RFC prctl numbers that must be refused.
+ */
+static const unsigned int *kill_also;
+static size_t nr_kill_also;
+
+#define MAX_KILLED 16
+
+/* Kill the process on prctl(78|79|kill_also..., ...); allow everything else. */
 static int install_filter(void)
 {
-	const struct seccomp_rule rules[] = {
+	struct seccomp_rule rules[MAX_KILLED] = {
 		{ __NR_prctl, 0, 78, SECCOMP_RET_KILL_PROCESS },
 		{ __NR_prctl, 0, 79, SECCOMP_RET_KILL_PROCESS },
 	};
+	size_t n = 2;
 
-	return seccomp_install(rules, 2);
+	for (size_t i = 0; i < nr_kill_also && n < MAX_KILLED; i++)
+		rules[n++] = (struct seccomp_rule){ __NR_prctl, 0, kill_also[i],
+						    SECCOMP_RET_KILL_PROCESS };
+	return seccomp_install(rules, n);
 }
 
 /*
@@ -256,12 +270,88 @@ START_TEST(opt_in_issues_rfc_prctl)
 
 	ck_assert_msg(WIFSIGNALED(st_set) && WTERMSIG(st_set) == SIGSYS,
 		      "thp_set_default(NOHUGE, THP_DEFAULT_F_RFC_PRCTL): %s (expected SIGSYS: "
-		      "the opt-in must issue prctl 78)",
+		      "the opt-in must issue prctl 79, the handshake before any set)",
 		      describe(st_set));
 	ck_assert_msg(WIFSIGNALED(st_get) && WTERMSIG(st_get) == SIGSYS,
 		      "thp_get_default(THP_DEFAULT_F_RFC_PRCTL): %s (expected SIGSYS: the opt-in "
 		      "reads with prctl 79)",
 		      describe(st_get));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+
+/*
+ * Declared RFC prctl numbers are checked before any system call: a number
+ * at or below the last mainline prctl (81 in 7.2) other than the RFC's own
+ * 78/79 pair is refused with -EINVAL, and the filter, which also kills on
+ * every number handed in here, proves none of them was issued.  38/39 are
+ * PR_SET/GET_NO_NEW_PRIVS: an unchecked NOHUGE would set no_new_privs and
+ * read back 1, the RFC's DEFAULT_NOHUGE.
+ */
+static const unsigned int refused_prctls[] = { 1, 38, 39, 80, 81 };
+
+struct declared {
+	int set, get;
+};
+
+static const struct declared refused_pairs[] = {
+	{ 38, 39 }, { 80, 81 }, { 78, 80 }, { 81, 79 }, { 1, 1001 }, { 1000, 38 }, { 1000, 1000 },
+};
+
+static int declared_numbers_refused(void)
+{
+	int step = 10;
+
+	for (size_t i = 0; i < sizeof(refused_pairs) / sizeof(refused_pairs[0]); i++) {
+		for (uint32_t pol = 0; pol < THP_POLICY_COUNT; pol++, step++) {
+			THP_OPTS(thp_default_opts, o, .policy = pol, .flags = THP_DEFAULT_F_RFC_PRCTL,
+				 .prctl_set = refused_pairs[i].set,
+				 .prctl_get = refused_pairs[i].get);
+			int r;
+
+			errno = 0;
+			r = thp_set_default(&o);
+			if (r != -EINVAL || errno != EINVAL || !strstr(thp_strerror_detail(), "81"))
+				return step;
+		}
+		{
+			THP_OPTS(thp_default_opts, g, .flags = THP_DEFAULT_F_RFC_PRCTL,
+				 .prctl_set = refused_pairs[i].set, .prctl_get = refused_pairs[i].get);
+
+			if (thp_get_default(&g) != -EINVAL)
+				return 100 + (int)i;
+		}
+	}
+	/* Nothing changed: no_new_privs aside (set by the filter), THP as before. */
+	if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) != 0)
+		return 120;
+	/* Numbers above every mainline prctl pass the check: the handshake fails here. */
+	{
+		THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_NEVER,
+			 .flags = THP_DEFAULT_F_RFC_PRCTL, .prctl_set = 1000, .prctl_get = 1001);
+
+		if (thp_set_default(&o) != 0 || o.backend_used != THP_BACKEND_PRCTL_DISABLE ||
+		    prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) != 1)
+			return 121;
+	}
+	return 0;
+}
+
+START_TEST(declared_rfc_numbers_checked)
+{
+	int st;
+
+	kill_also = refused_prctls;
+	nr_kill_also = sizeof(refused_prctls) / sizeof(refused_prctls[0]);
+	st = run_filtered(declared_numbers_refused);
+	kill_also = NULL;
+	nr_kill_also = 0;
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "RFC prctl numbers that are mainline prctls: %s%s", describe(st),
+		      WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS
+			      ? " (libthp issued a declared number it should have refused)"
+			      : " (exit code: the failing step)");
 }
 END_TEST
 
@@ -274,6 +364,7 @@ int main(void)
 	tcase_add_test(tc, no_rfc_prctl_without_opt_in);
 	tcase_add_test(tc, filter_kills_direct_prctl);
 	tcase_add_test(tc, opt_in_issues_rfc_prctl);
+	tcase_add_test(tc, declared_rfc_numbers_checked);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

@@ -8,6 +8,8 @@
  *   preload_probe wait        "ready pid=N", then block until stdin closes
  *   preload_probe interpose   the interposition checks; exit 0 when all pass
  *   preload_probe bench N     ns per mmap()+munmap() pair, three sizes
+ *   preload_probe switch P... thp_set_default(P) for each policy P in turn,
+ *                             and a line of what each got (switch_line())
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +22,8 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -273,6 +277,114 @@ static int interpose(void)
 	return failures != 0;
 }
 
+/* hg of a fresh anonymous mmap() (through the interposed mmap()), -1 on failure. */
+static int fresh_hg(void)
+{
+	void *m = mmap(NULL, 4 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int hg;
+
+	if (m == MAP_FAILED)
+		return -1;
+	hg = hg_of(m);
+	munmap(m, 4 * MIB);
+	return hg;
+}
+
+static const char *get_name(int pidfd)
+{
+	THP_OPTS(thp_default_opts, d, .pidfd = pidfd);
+	int r = thp_get_default(&d);
+
+	return r ? (r == -EOPNOTSUPP ? "ambiguous" : "error") : thp_policy_name(d.policy);
+}
+
+/*
+ * What a fork()ed child running @child(write end of a pipe) writes there,
+ * into @buf (NUL-terminated, a trailing newline cut), or @fallback.
+ */
+static void child_output(void (*child)(int fd), const char *fallback, char *buf, size_t len)
+{
+	int p[2];
+	ssize_t n = 0, got;
+	pid_t pid;
+
+	snprintf(buf, len, "%s", fallback);
+	if (pipe(p))
+		return;
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		child(p[1]);
+		_exit(127);
+	}
+	close(p[1]);
+	while (pid > 0 && n < (ssize_t)len - 1 && (got = read(p[0], buf + n, len - 1 - (size_t)n)) > 0)
+		n += got;
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	close(p[0]);
+	if (n > 0) {
+		buf[n] = 0;
+		buf[strcspn(buf, "\n")] = 0;
+	}
+}
+
+/* "fork_hg=H fork_get=P parent_get=P": this child's view and its parent's through a pidfd. */
+static void forked_facts(int fd)
+{
+	int ppidfd = (int)syscall(SYS_pidfd_open, getppid(), 0);
+	char line[160];
+	int l = snprintf(line, sizeof(line), "fork_hg=%d fork_get=%s parent_get=%s", fresh_hg(),
+			 get_name(THP_SELF), ppidfd >= 0 ? get_name(ppidfd) : "nopidfd");
+
+	_exit(write(fd, line, (size_t)l) == l ? 0 : 1);
+}
+
+/* This program exec()ed as "report", its stdout on @fd. */
+static void execed_report(int fd)
+{
+	char *argv[] = { "preload_probe", "report", NULL };
+
+	dup2(fd, 1);
+	close(fd);
+	execv("/proc/self/exe", argv);
+}
+
+/*
+ * For each policy: thp_set_default() with it, then one line: its result,
+ * thp_get_default() here, a fresh mmap()'s hg here and in a fork()ed
+ * child, which also reads this process's policy through a pidfd (the
+ * remote path: /proc/PID/maps), and the exec()ed child's report line
+ * after "exec:".
+ */
+static int switch_policies(int n, char **names)
+{
+	for (int i = 0; i < n; i++) {
+		THP_OPTS(thp_default_opts, d);
+		char forked[128], execed[4096];
+		int r;
+
+		if (!strcmp(names[i], "system"))
+			d.policy = THP_POLICY_SYSTEM;
+		else if (!strcmp(names[i], "huge"))
+			d.policy = THP_POLICY_HUGE;
+		else if (!strcmp(names[i], "nohuge"))
+			d.policy = THP_POLICY_NOHUGE;
+		else if (!strcmp(names[i], "never"))
+			d.policy = THP_POLICY_NEVER;
+		else
+			return 2;
+		r = thp_set_default(&d);
+		child_output(forked_facts, "fork_hg=? fork_get=? parent_get=?", forked,
+			     sizeof(forked));
+		child_output(execed_report, "exec=failed", execed, sizeof(execed));
+		printf("switch=%s ret=%d backend=%s persistent=%d get=%s self_hg=%d %s exec: %s\n",
+		       names[i], r, thp_backend_name(d.backend_used), (int)d.persistent,
+		       get_name(THP_SELF), fresh_hg(), forked, execed);
+	}
+	return fflush(stdout) ? 1 : 0;
+}
+
 static double now(void)
 {
 	struct timespec t;
@@ -313,6 +425,8 @@ int main(int argc, char **argv)
 		return interpose();
 	if (argc == 3 && !strcmp(argv[1], "bench"))
 		return bench(atol(argv[2]));
-	fprintf(stderr, "usage: preload_probe report|wait|interpose|bench N\n");
+	if (argc >= 3 && !strcmp(argv[1], "switch"))
+		return switch_policies(argc - 2, argv + 2);
+	fprintf(stderr, "usage: preload_probe report|wait|interpose|bench N|switch POLICY...\n");
 	return 2;
 }

@@ -348,6 +348,76 @@ START_TEST(self_default_under_preload)
 }
 END_TEST
 
+/*
+ * The line of `preload_probe switch` for step @step (0-based) split into
+ * the probe's own facts (@own) and its exec()ed child's report (@child).
+ */
+static void switch_step(const char *out, int step, char *own, char *child, size_t len)
+{
+	const char *l = out, *e, *x;
+
+	for (int i = 0; i < step && l; i++)
+		l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL;
+	ck_assert_msg(l && !strncmp(l, "switch=", 7), "no line %d in:\n%s", step, out);
+	e = l + strcspn(l, "\n");
+	x = strstr(l, " exec: ");
+	ck_assert_msg(x && x < e, "no exec: part: %.*s", (int)(e - l), l);
+	snprintf(own, len, "%.*s", (int)(x - l), l);
+	snprintf(child, len, "%.*s", (int)(e - x - 7), x + 7);
+}
+
+#define ck_fields(part, ...)                                                       \
+	do {                                                                       \
+		const char *const want_[] = { __VA_ARGS__ };                       \
+		for (size_t i_ = 0; i_ < sizeof(want_) / sizeof(want_[0]); i_++)   \
+			ck_assert_msg(field_is(part, want_[i_]), "want %s in: %s", \
+				      want_[i_], part);                            \
+	} while (0)
+
+/*
+ * thp_set_default() inside a process that runs under the preload switches
+ * the preload with the policy: SYSTEM, NOHUGE and NEVER stop its advice
+ * for fresh mmap()s here and in a fork()ed child, take it out of the
+ * environment of an exec()ed child (not loaded there, nothing advised),
+ * and thp_get_default() says so here, in the child and through a pidfd;
+ * HUGE puts it all back.  Before, the preload went on advising while the
+ * call said persistent = 1 and get said huge.
+ */
+START_TEST(set_default_switches_preload)
+{
+	static const char *const steps[] = { "never", "system", "nohuge", "huge", "system" };
+	static struct run r;
+	char own[4096], child[4096];
+
+	require_madvise_mode();
+	thpctl(&r, NULL, "--policy", "huge", "--", env_path("PRELOAD_PROBE"), "switch", steps[0],
+	       steps[1], steps[2], steps[3], steps[4], NULL);
+	ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
+	for (int i = 0; i < 5; i++) {
+		char get[32], remote[32], exec_default[32];
+
+		switch_step(r.out, i, own, child, sizeof(own));
+		snprintf(get, sizeof(get), "get=%s", steps[i]);
+		snprintf(exec_default, sizeof(exec_default), "default=%s", steps[i]);
+		ck_fields(own, "ret=0", get);
+		if (!strcmp(steps[i], "huge")) {
+			ck_fields(own, "self_hg=1", "fork_hg=1", "fork_get=huge", "parent_get=huge");
+			ck_fields(child, "preload_mapped=1", "mmap_hg=1", "malloc_hg=1",
+				  "default=huge", "backend=preload");
+			continue;
+		}
+		/* Another process sees "system" and "nohuge" alike: not huge, no guess. */
+		snprintf(remote, sizeof(remote), "parent_get=%s",
+			 strcmp(steps[i], "never") ? "ambiguous" : "never");
+		ck_fields(own, "persistent=1", "self_hg=0", "fork_hg=0", remote);
+		ck_assert_msg(strstr(own, "fork_get=") && field_is(strstr(own, "fork_get=") + 5, get),
+			      "fork()ed child's policy: %s", own);
+		ck_fields(child, "preload_mapped=0", "mmap_hg=0", "malloc_hg=0", "ld_preload=-",
+			  "tunables=-", exec_default, "persistent=1");
+	}
+}
+END_TEST
+
 /* The constructor advises what exists before main() (THP_PRELOAD_DEBUG says how much). */
 START_TEST(constructor_advises_existing)
 {
@@ -633,6 +703,7 @@ static Suite *preload_suite(void)
 	tcase_add_test(live, never_inside_huge_child);
 	tcase_add_test(live, self_default_under_preload);
 	tcase_add_test(live, constructor_advises_existing);
+	tcase_add_test(live, set_default_switches_preload);
 	tcase_add_test(live, env_merge);
 	suite_add_tcase(s, live);
 

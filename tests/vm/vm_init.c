@@ -906,7 +906,7 @@ static void sd_expect(const struct sd_case *k, int *ret, unsigned int *be, bool 
 	}
 }
 
-/* Flags of a fresh mapping in a forked (not exec'd) child. */
+/* Flags of a fresh mapping in a forked (not exec'd) child, and PR_GET_THP_DISABLE. */
 static void fork_flags_child(int wfd, void *arg)
 {
 	int res[4] = { 0, 0, 0, 0 };
@@ -916,9 +916,66 @@ static void fork_flags_child(int wfd, void *arg)
 	res[0] = fresh_flags(&hg, &nh);
 	res[1] = hg;
 	res[2] = nh;
-	res[3] = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	res[3] = (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
 	if (write(wfd, res, sizeof(res)) != (ssize_t)sizeof(res))
 		_exit(1);
+}
+
+/* PR_GET_THP_DISABLE that fits @policy: 0, except NEVER 1 and NOHUGE 0 or 3. */
+static bool disable_fits(unsigned int policy, int disabled)
+{
+	if (policy == THP_POLICY_NEVER)
+		return disabled == 1;
+	if (policy == THP_POLICY_NOHUGE)
+		return disabled == 0 || disabled == 3;
+	return disabled == 0;
+}
+
+/*
+ * A persistent @policy, proven in a forked child (fresh mapping, prctl
+ * state) and an exec()ed one (thp_get_default(), fresh mapping, prctl).
+ * @by_disable: NOHUGE through PR_THP_DISABLE_EXCEPT_ADVISED, which marks
+ * no mapping nh: the mm's flag (PR_GET_THP_DISABLE = 3) is the evidence.
+ */
+static void check_children(struct check *c, const char *name, unsigned int policy,
+			   bool rfc_flag, bool by_disable)
+{
+	int res[4] = { -1, 0, 0, 0 };
+	struct child_report cr;
+
+	if (run_piped_exact(fork_flags_child, NULL, res, sizeof(res)) || res[0])
+		cfail(c, "fork child failed");
+	else if (policy == THP_POLICY_HUGE && (!res[1] || res[2]))
+		cfail(c, "persistent HUGE but a forked child's fresh mapping has hg=%d nh=%d",
+		      res[1], res[2]);
+	else if (policy == THP_POLICY_NOHUGE && !by_disable && (!res[2] || res[1]))
+		cfail(c, "persistent NOHUGE but a forked child's fresh mapping has hg=%d nh=%d",
+		      res[1], res[2]);
+	else if (by_disable && res[3] != 3)
+		cfail(c, "persistent NOHUGE but a forked child's PR_GET_THP_DISABLE is %d, "
+		      "expected 3", res[3]);
+	else if ((policy == THP_POLICY_SYSTEM || policy == THP_POLICY_NEVER) && (res[1] || res[2]))
+		cfail(c, "%s: forked child's fresh mapping hg=%d nh=%d", pol_name(policy), res[1],
+		      res[2]);
+	else if (!disable_fits(policy, res[3]))
+		cfail(c, "%s: forked child's PR_GET_THP_DISABLE %d", pol_name(policy), res[3]);
+	if (exec_child(rfc_flag, &cr)) {
+		cfail(c, "exec'd child gave no report");
+		return;
+	}
+	printf("VMTEST INFO %s: exec child rc=%d policy=%d hg=%d nh=%d disabled=%d\n", name,
+	       cr.rc, cr.policy, cr.hg, cr.nh, cr.disabled);
+	if (cr.rc || cr.policy != (int)policy)
+		cfail(c, "persistent claimed, but exec'd child's thp_get_default: rc %d policy %d, "
+		      "expected %s", cr.rc, cr.policy, pol_name(policy));
+	if (policy == THP_POLICY_HUGE && !cr.hg)
+		cfail(c, "exec'd child's fresh mapping not hg");
+	if (policy == THP_POLICY_NOHUGE && !by_disable && !cr.nh)
+		cfail(c, "exec'd child's fresh mapping not nh");
+	if (by_disable && cr.disabled != 3)
+		cfail(c, "exec'd child's PR_GET_THP_DISABLE %d, expected 3", cr.disabled);
+	else if (!disable_fits(policy, cr.disabled))
+		cfail(c, "exec'd child's PR_GET_THP_DISABLE %d", cr.disabled);
 }
 
 static void sd_case_run(void *arg)
@@ -996,51 +1053,10 @@ static void sd_case_run(void *arg)
 			      "(expected %s, %s)", mode_names[cur_mode], pol_name(k->policy), plain,
 			      advised, plain_huge ? "huge" : "none", advised_huge ? "huge" : "none");
 	}
-	if (r == 0 && o.persistent) {
-		int res[4] = { -1, 0, 0, 0 };
-		struct child_report cr;
-		/*
-		 * NOHUGE through PR_THP_DISABLE_EXCEPT_ADVISED marks no mapping
-		 * nh: the mm's flag (PR_GET_THP_DISABLE = 3) is the evidence.
-		 */
-		bool by_disable = k->policy == THP_POLICY_NOHUGE &&
-				  o.backend_used == THP_BACKEND_PRCTL_DISABLE;
-
-		/* fork: fresh mapping flags */
-		if (run_piped_exact(fork_flags_child, NULL, res, sizeof(res)) || res[0])
-			cfail(&c, "fork child failed");
-		else if (k->policy == THP_POLICY_HUGE && !res[1])
-			cfail(&c, "persistent HUGE but a forked child's fresh mapping is not hg");
-		else if (k->policy == THP_POLICY_NOHUGE && !by_disable && !res[2])
-			cfail(&c, "persistent NOHUGE but a forked child's fresh mapping is not nh");
-		else if (by_disable && res[3] != 3)
-			cfail(&c, "persistent NOHUGE but a forked child's PR_GET_THP_DISABLE is %d, "
-			      "expected 3", res[3]);
-		else if ((k->policy == THP_POLICY_SYSTEM || k->policy == THP_POLICY_NEVER) &&
-			 (res[1] || res[2]))
-			cfail(&c, "%s: forked child's fresh mapping hg=%d nh=%d", pol_name(k->policy),
-			      res[1], res[2]);
-		/* fork + exec */
-		if (exec_child(k->rfc_flag, &cr)) {
-			cfail(&c, "exec'd child gave no report");
-		} else {
-			printf("VMTEST INFO %s: exec child rc=%d policy=%d hg=%d nh=%d disabled=%d\n",
-			       name, cr.rc, cr.policy, cr.hg, cr.nh, cr.disabled);
-			if (cr.rc || cr.policy != (int)k->policy)
-				cfail(&c, "persistent claimed, but exec'd child's thp_get_default: "
-				      "rc %d policy %d, expected %s", cr.rc, cr.policy,
-				      pol_name(k->policy));
-			if (k->policy == THP_POLICY_HUGE && !cr.hg)
-				cfail(&c, "exec'd child's fresh mapping not hg");
-			if (k->policy == THP_POLICY_NOHUGE && !by_disable && !cr.nh)
-				cfail(&c, "exec'd child's fresh mapping not nh");
-			if (by_disable && cr.disabled != 3)
-				cfail(&c, "exec'd child's PR_GET_THP_DISABLE %d, expected 3",
-				      cr.disabled);
-			if (k->policy == THP_POLICY_NEVER && cr.disabled != 1)
-				cfail(&c, "exec'd child's PR_GET_THP_DISABLE %d", cr.disabled);
-		}
-	}
+	if (r == 0 && o.persistent)
+		check_children(&c, name, k->policy, k->rfc_flag,
+			       k->policy == THP_POLICY_NOHUGE &&
+				       o.backend_used == THP_BACKEND_PRCTL_DISABLE);
 	cdone(&c);
 
 	/* Reset to SYSTEM. */
@@ -1189,6 +1205,134 @@ static void rfc4_run(void *arg)
 	else if (o.mappings_changed == 0 && !smap_at((uintptr_t)m).hg)
 		cfail(&c, "mappings_changed 0 and the existing mapping is not hg");
 	cdone(&c);
+}
+
+/*
+ * Policy sequences the model checker found wrong on the RFC kernels; each
+ * runs in its own child from SYSTEM.  @rfc_flag: the call declares the
+ * RFC prctl (78/79).
+ */
+static int seq_set(unsigned int policy, bool rfc_flag, uint32_t flags, struct thp_default_opts *o)
+{
+	THP_OPTS(thp_default_opts, d, .policy = policy, .prctl_set = 78, .prctl_get = 79,
+		 .flags = flags | (rfc_flag ? THP_DEFAULT_F_RFC_PRCTL : 0));
+	int r = thp_set_default(&d);
+
+	if (o)
+		*o = d;
+	return r;
+}
+
+/* NEVER then NOHUGE: the plain disable NEVER left must not outlive it. */
+static void seq_never_nohuge(void *arg)
+{
+	bool rfc_flag = *(bool *)arg;
+	char name[64];
+	struct check c = { .name = name };
+	struct thp_default_opts o;
+	bool hg = false, nh = false;
+	int r;
+
+	snprintf(name, sizeof(name), "seq_never_then_nohuge%s", rfc_flag ? "_rfcprctl" : "");
+	if (seq_set(THP_POLICY_NEVER, rfc_flag, 0, NULL))
+		cfail(&c, "NEVER failed");
+	r = seq_set(THP_POLICY_NOHUGE, rfc_flag, 0, &o);
+	if (r) {
+		cfail(&c, "NOHUGE after NEVER = %d (%s)", r, thp_strerror_detail());
+	} else {
+		long d = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+		THP_OPTS(thp_default_opts, g, .flags = rfc_flag ? THP_DEFAULT_F_RFC_PRCTL : 0,
+			 .prctl_set = 78, .prctl_get = 79);
+
+		if (!disable_fits(THP_POLICY_NOHUGE, (int)d))
+			cfail(&c, "PR_GET_THP_DISABLE %ld after NOHUGE (backend %s)", d,
+			      thp_backend_name(o.backend_used));
+		if (fresh_flags(&hg, &nh) || !nh || hg)
+			cfail(&c, "fresh mapping hg=%d nh=%d", hg, nh);
+		if (thp_get_default(&g) || g.policy != THP_POLICY_NOHUGE)
+			cfail(&c, "get reads %s", thp_policy_name(g.policy));
+		if (o.persistent)
+			check_children(&c, name, THP_POLICY_NOHUGE, rfc_flag,
+				       o.backend_used == THP_BACKEND_PRCTL_DISABLE);
+	}
+	cdone(&c);
+}
+
+/*
+ * HUGE (RFC prctl), get, SYSTEM (RFC prctl), then HUGE with
+ * REQUIRE_PERSISTENT through PMADV: what the get learnt while the prctl's
+ * HUGE was in force must not make the PMADV default look persistent.
+ */
+static void seq_cached_persistence(void *arg)
+{
+	struct check c = { .name = "seq_cached_answer_outlived_state" };
+	THP_OPTS(thp_default_opts, g);
+	struct thp_default_opts o;
+	int r;
+
+	(void)arg;
+	if (seq_set(THP_POLICY_HUGE, true, 0, NULL) || thp_get_default(&g) ||
+	    seq_set(THP_POLICY_SYSTEM, true, 0, NULL))
+		cfail(&c, "HUGE/get/SYSTEM through the RFC prctl failed");
+	r = seq_set(THP_POLICY_HUGE, false, THP_DEFAULT_F_REQUIRE_PERSISTENT, &o);
+	printf("VMTEST INFO %s: ret=%d backend=%s persistent=%d\n", c.name, r,
+	       thp_backend_name(o.backend_used), o.persistent);
+	if (flavour == FL_RFC && r != -EOPNOTSUPP)
+		cfail(&c, "posted RFC: PMADV HUGE with REQUIRE_PERSISTENT = %d persistent %d, want "
+		      "-EOPNOTSUPP", r, o.persistent);
+	if (r == 0 && o.persistent)
+		check_children(&c, c.name, THP_POLICY_HUGE, false, false);
+	cdone(&c);
+}
+
+/* HUGE (RFC prctl) then NOHUGE (PMADV): never both hg and nh on fresh mappings. */
+static void seq_prctl_huge_pmadv_nohuge(void *arg)
+{
+	struct check c = { .name = "seq_prctl_huge_then_pmadv_nohuge" };
+	struct thp_default_opts o;
+	bool hg = false, nh = false;
+	int r;
+
+	(void)arg;
+	if (seq_set(THP_POLICY_HUGE, true, 0, NULL))
+		cfail(&c, "HUGE through the RFC prctl failed");
+	r = seq_set(THP_POLICY_NOHUGE, false, 0, &o);
+	printf("VMTEST INFO %s: ret=%d backend=%s detail='%s'\n", c.name, r,
+	       thp_backend_name(o.backend_used), thp_strerror_detail());
+	if (fresh_flags(&hg, &nh))
+		cfail(&c, "no fresh mapping");
+	else if (r == 0 && (!nh || hg))
+		cfail(&c, "NOHUGE returned 0 but fresh mappings have hg=%d nh=%d", hg, nh);
+	else if (r != 0 && (!hg || nh))
+		cfail(&c, "NOHUGE failed (%d) but changed the HUGE default: hg=%d nh=%d", r, hg, nh);
+	cdone(&c);
+}
+
+/* A policy set through the RFC prctl is named so by a get that cannot issue it. */
+static void seq_get_names_prctl(void *arg)
+{
+	struct check c = { .name = "seq_get_names_prctl_backend" };
+	THP_OPTS(thp_default_opts, g);
+
+	(void)arg;
+	if (seq_set(THP_POLICY_HUGE, true, 0, NULL))
+		cfail(&c, "HUGE through the RFC prctl failed");
+	else if (thp_get_default(&g) || g.policy != THP_POLICY_HUGE ||
+		 g.backend_used != THP_BACKEND_PRCTL_POLICY)
+		cfail(&c, "get: policy %s backend %s, want huge prctl_thp_policy",
+		      thp_policy_name(g.policy), thp_backend_name(g.backend_used));
+	cdone(&c);
+}
+
+static void check_policy_sequences(void)
+{
+	static const bool no = false, yes = true;
+
+	in_child(seq_never_nohuge, (void *)&no);
+	in_child(seq_never_nohuge, (void *)&yes);
+	in_child(seq_cached_persistence, NULL);
+	in_child(seq_prctl_huge_pmadv_nohuge, NULL);
+	in_child(seq_get_names_prctl, NULL);
 }
 
 static void stock_run(void *arg)
@@ -1752,6 +1896,7 @@ int main(int argc, char **argv)
 		in_child(rfc3_run, NULL);
 		in_child(rfc4_run, NULL);
 		in_child(rfc5_run, NULL);
+		check_policy_sequences();
 	} else {
 		in_child(stock_run, NULL);
 	}
