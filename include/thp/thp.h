@@ -148,8 +148,11 @@ struct thp_apply_opts {
  * range are still advised and reported.  THP_F_SKIP_ERRORS goes on past
  * failures; THP_F_NO_ERROR_ON_UNMAPPED ignores gaps only.
  *
- * The happy path is one system call (two when a range passes the kernel's
- * 2 GiB-per-call limit); mappings are walked only to explain a failure.
+ * For HUGE and NOHUGE the happy path is one system call (two when a range
+ * passes the kernel's 2 GiB-per-call limit); mappings are walked only to
+ * explain a failure.  COLLAPSE goes one PMD-size extent per call through
+ * the mapping walk, so that a report says which extents became huge and
+ * which one failed (the kernel's own multi-extent call does not).
  * Advice for another process is limited by the kernel: mainline accepts only
  * THP_ADVICE_COLLAPSE there, so THP_ADVICE_HUGE / NOHUGE on another process
  * fail with -EOPNOTSUPP (see thp_strerror_detail()).
