@@ -137,6 +137,13 @@ uint32_t expected_self_backend(void);
  * compare); aborts the test unless the child's run passes.
  */
 void run_tcase_natively(const char *tcase);
+/* Define test @fn, which runs TCase @tcase natively (run_tcase_natively()). */
+#define NATIVE_TCASE_TEST(fn, tcase)                                       \
+	START_TEST(fn)                                                     \
+	{                                                                  \
+		run_tcase_natively(tcase);                                 \
+	}                                                                  \
+	END_TEST
 
 /*
  * Iterations for a loop whose native count is @native: a tenth (at least
