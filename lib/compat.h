@@ -94,4 +94,31 @@ struct procmap_query {
 #define PROCMAP_QUERY_FILE_BACKED_VMA 0x20
 #endif
 
+/* PAGEMAP_SCAN (6.7), from <linux/fs.h>: page categories of a range in one ioctl. */
+#ifndef PAGEMAP_SCAN
+#define PAGE_IS_PRESENT (1 << 3)
+#define PAGE_IS_PFNZERO (1 << 5)
+#define PAGE_IS_HUGE (1 << 6)
+struct page_region {
+	__u64 start;
+	__u64 end;
+	__u64 categories;
+};
+struct pm_scan_arg {
+	__u64 size;
+	__u64 flags;
+	__u64 start;
+	__u64 end;
+	__u64 walk_end;
+	__u64 vec;
+	__u64 vec_len;
+	__u64 max_pages;
+	__u64 category_inverted;
+	__u64 category_mask;
+	__u64 category_anyof_mask;
+	__u64 return_mask;
+};
+#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#endif
+
 #endif /* THP_COMPAT_H */
