@@ -2,10 +2,11 @@
 /*
  * A threaded malloc() workload: memory that libthp-preload.so cannot reach.
  *
- * THREADS threads (default 4) start together, so glibc gives each its own
+ * -t THREADS threads (default 4) start together, so glibc gives each its own
  * arena (mapped and grown inside libc, where no preload sees it), and each
- * mallocs MIB MiB (default 64) in blocks of 32 KiB, below the mmap
- * threshold, and fills them with a pattern.  Then the program prints
+ * mallocs MIB MiB (default 64) in blocks of BLOCK KiB (default 32, below
+ * the mmap threshold; -b 1024 gives one mmap() per block), and fills them
+ * with a pattern.  Then the program prints
  *   ready PID BYTES SUM
  * and answers each line on stdin: "sum" prints "sum SUM" (a checksum of
  * every block, to show that collapsing changed nothing), "quit" or EOF
@@ -19,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BLOCK (32 * 1024)
+static size_t block = 32 * 1024;
 
 struct worker {
 	pthread_t thread;
@@ -36,13 +37,13 @@ static void *allocate(void *arg)
 
 	pthread_barrier_wait(&start_line);
 	for (size_t b = 0; b < w->nblocks; b++) {
-		uint64_t *p = malloc(BLOCK);
+		uint64_t *p = malloc(block);
 
 		if (!p) {
 			perror("arena_workload: malloc");
 			exit(1);
 		}
-		for (size_t i = 0; i < BLOCK / sizeof(*p); i++)
+		for (size_t i = 0; i < block / sizeof(*p); i++)
 			p[i] = (uint64_t)w->seed * 0x9e3779b97f4a7c15ULL ^ (b << 20 | i);
 		w->blocks[b] = p;
 	}
@@ -55,7 +56,7 @@ static uint64_t checksum(const struct worker *w, int n)
 
 	for (int t = 0; t < n; t++)
 		for (size_t b = 0; b < w[t].nblocks; b++)
-			for (size_t i = 0; i < BLOCK / sizeof(uint64_t); i++)
+			for (size_t i = 0; i < block / sizeof(uint64_t); i++)
 				sum = (sum ^ w[t].blocks[b][i]) * 0x100000001b3ULL;
 	return sum;
 }
@@ -67,20 +68,23 @@ int main(int argc, char **argv)
 	struct worker *w;
 	char line[64];
 
-	while ((opt = getopt(argc, argv, "t:m:")) != -1) {
-		if (opt == 't')
+	while ((opt = getopt(argc, argv, "t:m:b:")) != -1) {
+		if (opt == 'b')
+			block = strtoul(optarg, NULL, 10) * 1024;
+		else if (opt == 't')
 			threads = atoi(optarg);
 		else if (opt == 'm')
 			mib = strtoul(optarg, NULL, 10);
 		else
 			goto usage;
 	}
-	if (threads < 1 || threads > 64 || mib < 1 || mib > 4096 || optind != argc)
+	if (threads < 1 || threads > 64 || mib < 1 || mib > 4096 || optind != argc ||
+	    block < 4096 || block > mib << 20 || block % 4096)
 		goto usage;
 	w = calloc((size_t)threads, sizeof(*w));
 	pthread_barrier_init(&start_line, NULL, (unsigned int)threads);
 	for (int t = 0; t < threads; t++) {
-		w[t].nblocks = mib * 1024 * 1024 / BLOCK;
+		w[t].nblocks = mib * 1024 * 1024 / block;
 		w[t].blocks = calloc(w[t].nblocks, sizeof(*w[t].blocks));
 		w[t].seed = (unsigned int)t + 1;
 		if (pthread_create(&w[t].thread, NULL, allocate, &w[t])) {
@@ -103,6 +107,6 @@ int main(int argc, char **argv)
 	}
 	return 0;
 usage:
-	fprintf(stderr, "usage: arena_workload [-t THREADS] [-m MIB_PER_THREAD]\n");
+	fprintf(stderr, "usage: arena_workload [-t THREADS] [-m MIB_PER_THREAD] [-b BLOCK_KIB]\n");
 	return 2;
 }
