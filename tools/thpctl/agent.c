@@ -10,7 +10,8 @@
  * every process of the tree is gone.
  *
  * A descendant started with another policy (a nested "thpctl run", which
- * sets THPCTL_RUN_POLICY) is left alone; one whose THP is disabled is
+ * sets THPCTL_RUN_POLICY; read from /proc/PID/environ every pass, as it
+ * changes with exec()) is left alone; one whose THP is disabled is
  * skipped by the pass itself; one the kernel does not let us touch (setuid,
  * another user) is dropped after the first EPERM.
  */
@@ -36,8 +37,8 @@
 struct tracked {
 	pid_t pid;
 	int pidfd;
-	bool skip; /* not ours to collapse */
-	bool seen; /* found in this pass's walk */
+	bool denied; /* the kernel refused (EPERM): stays so */
+	bool seen;   /* found in this pass's walk */
 };
 
 struct agent {
@@ -164,10 +165,7 @@ static void track(struct agent *a, pid_t pid, pid_t parent)
 	t->pid = pid;
 	t->pidfd = fd;
 	t->seen = true;
-	t->skip = other_policy(pid);
-	if (t->skip && a->verbose)
-		fprintf(stderr, "thpctl: agent: pid %d runs with another policy: left alone\n",
-			(int)pid);
+	t->denied = false;
 }
 
 /* Every child of every thread of @pid, tracked, then their descendants. */
@@ -228,7 +226,11 @@ static void pass(struct agent *a)
 			continue;
 		}
 		a->procs[keep++] = *t;
-		if (t->skip)
+		/*
+		 * Read again every pass, not once: a process seen before it
+		 * exec()ed into a nested "thpctl run" has the new policy now.
+		 */
+		if (t->denied || other_policy(t->pid))
 			continue;
 		/* The budget is for the whole tree's pass. */
 		if (a->s->budget_ns) {
@@ -247,7 +249,7 @@ static void pass(struct agent *a)
 				collapse_print_text(stderr, t->pid, &o, fail);
 		} else if (r == -EPERM || r == -EOPNOTSUPP) {
 			/* Setuid, another user, or no CAP_SYS_NICE: stays so. */
-			a->procs[keep - 1].skip = true;
+			a->procs[keep - 1].denied = true;
 			if (a->verbose)
 				fprintf(stderr, "thpctl: agent: pid %d: %s: %s\n", (int)t->pid,
 					thp_strerror(r), thp_strerror_detail());
