@@ -383,6 +383,63 @@ START_TEST(collapse_not_permitted)
 }
 END_TEST
 
+/* Bad command lines: usage errors, nothing run or collapsed. */
+START_TEST(bad_command_lines)
+{
+	static const char *const collapse_bad[][4] = {
+		{ "collapse", NULL }, /* -p is required */
+		{ "collapse", "-p", "0", NULL },
+		{ "collapse", "-p", "1", "--interval" },
+		{ "collapse", "-p", "1", "--interval=0.001" },
+		{ "collapse", "-p", "1", "--min-present=513" },
+		{ "collapse", "-p", "1", "--budget=12Q" },
+		{ "collapse", "-p", "1", "extra" },
+	};
+	char *run_bad[] = { (char *)env_path("THPCTL"), "run", "--policy", "huge",
+			    "--collapse-interval", "soon", "--", "/bin/true", NULL };
+	struct run r;
+
+	for (size_t i = 0; i < sizeof(collapse_bad) / sizeof(collapse_bad[0]); i++) {
+		char *argv[6] = { (char *)env_path("THPCTL") };
+
+		for (int k = 0; k < 4 && collapse_bad[i][k]; k++)
+			argv[k + 1] = (char *)collapse_bad[i][k];
+		run_cmd(&r, NULL, argv);
+		ck_assert_msg(r.status == 2 && strstr(r.err, "collapse") && !r.out[0],
+			      "case %zu: status %d, stderr %s", i, r.status, r.err);
+	}
+	run_cmd(&r, NULL, run_bad);
+	ck_assert_int_eq(r.status, 125);
+	ck_assert_msg(strstr(r.err, "--collapse-interval"), "%s", r.err);
+}
+END_TEST
+
+/* Without CAP_SYS_NICE there is no agent: thpctl executes the command as before. */
+START_TEST(no_agent_unprivileged)
+{
+	struct spawn_opts o = { .uid = 65534, .stdout_fd = -1 };
+	char *argv[] = { (char *)env_path("THPCTL"), "run", "--policy", "huge", "--",
+			 (char *)env_path("ARENA_WORKLOAD"), "-m", "8", NULL };
+	char line[256];
+	int pin[2], out, err, pid = 0;
+	pid_t thpctl;
+	FILE *f;
+
+	ck_assert(pipe2(pin, O_CLOEXEC) == 0);
+	o.stdin_fd = pin[0];
+	thpctl = spawn(argv, &o, &out, &err);
+	close(pin[0]);
+	f = fdopen(out, "r");
+	ck_assert(fgets(line, sizeof(line), f) != NULL);
+	ck_assert_int_eq(sscanf(line, "ready %d", &pid), 1);
+	ck_assert_int_eq(pid, thpctl);
+	close(pin[1]);
+	fclose(f);
+	close(err);
+	ck_assert_int_eq(wait_status(thpctl), 0);
+}
+END_TEST
+
 static Suite *agent_suite(void)
 {
 	Suite *s = suite_create("agent");
@@ -401,6 +458,8 @@ static Suite *agent_suite(void)
 	tcase_add_test(tc, agent_status_and_tree);
 	tcase_add_test(tc, status_coverage_and_collapse);
 	tcase_add_test(tc, collapse_not_permitted);
+	tcase_add_test(tc, bad_command_lines);
+	tcase_add_test(tc, no_agent_unprivileged);
 	suite_add_tcase(s, tc);
 	return s;
 }
