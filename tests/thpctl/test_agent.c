@@ -32,9 +32,10 @@ struct workload {
 	uint64_t extra; /* churn_target: its stable region */
 };
 
-static void workload_start(struct workload *w, char *const argv[])
+/* Start @argv as @uid (0: as the test) and read its "ready" line. */
+static void workload_start_as(struct workload *w, char *const argv[], uid_t uid)
 {
-	struct spawn_opts o = { .stdin_fd = -1, .stdout_fd = -1 };
+	struct spawn_opts o = { .uid = uid, .stdin_fd = -1, .stdout_fd = -1 };
 	int pin[2], out, n;
 	char line[256], second[64];
 
@@ -52,6 +53,11 @@ static void workload_start(struct workload *w, char *const argv[])
 	ck_assert_msg(n >= 2, "unexpected first line \"%s\"", line);
 	if (n == 2)
 		w->extra = strtoull(second, NULL, 16);
+}
+
+static void workload_start(struct workload *w, char *const argv[])
+{
+	workload_start_as(w, argv, 0);
 }
 
 static void workload_send(struct workload *w, const char *cmd)
@@ -350,22 +356,14 @@ END_TEST
 START_TEST(collapse_not_permitted)
 {
 	char *argv[] = { (char *)env_path("ARENA_WORKLOAD"), "-m", "8", NULL };
-	struct spawn_opts o = { .uid = 65534, .stdout_fd = -1 };
 	struct anon_coverage c;
-	char pid[16], line[256];
+	struct workload w;
+	char pid[16];
 	char *cargv[] = { (char *)env_path("THPCTL"), "collapse", "-p", pid, NULL };
 	struct run r;
-	int pin[2], out, err;
-	pid_t target;
-	FILE *f;
 
-	ck_assert(pipe2(pin, O_CLOEXEC) == 0);
-	o.stdin_fd = pin[0];
-	target = spawn(argv, &o, &out, &err);
-	close(pin[0]);
-	f = fdopen(out, "r");
-	ck_assert(fgets(line, sizeof(line), f) != NULL);
-	snprintf(pid, sizeof(pid), "%d", (int)target);
+	workload_start_as(&w, argv, 65534);
+	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
 	for (uid_t uid = 65533; uid <= 65534; uid++) {
 		struct spawn_opts co = { .uid = uid, .stdin_fd = -1, .stdout_fd = -1 };
 
@@ -374,12 +372,9 @@ START_TEST(collapse_not_permitted)
 		ck_assert_msg(strstr(r.err, "not permitted") && strstr(r.err, "CAP_SYS_NICE"),
 			      "uid %d: %s", (int)uid, r.err);
 	}
-	anon_coverage(target, &c);
+	anon_coverage(w.pid, &c);
 	ck_assert_uint_eq(c.huge, 0);
-	close(pin[1]);
-	fclose(f);
-	close(err);
-	ck_assert_int_eq(wait_status(target), 0);
+	ck_assert_int_eq(workload_stop(&w, &r), 0);
 }
 END_TEST
 
@@ -417,26 +412,14 @@ END_TEST
 /* Without CAP_SYS_NICE there is no agent: thpctl executes the command as before. */
 START_TEST(no_agent_unprivileged)
 {
-	struct spawn_opts o = { .uid = 65534, .stdout_fd = -1 };
 	char *argv[] = { (char *)env_path("THPCTL"), "run", "--policy", "huge", "--",
 			 (char *)env_path("ARENA_WORKLOAD"), "-m", "8", NULL };
-	char line[256];
-	int pin[2], out, err, pid = 0;
-	pid_t thpctl;
-	FILE *f;
+	struct workload w;
+	struct run r;
 
-	ck_assert(pipe2(pin, O_CLOEXEC) == 0);
-	o.stdin_fd = pin[0];
-	thpctl = spawn(argv, &o, &out, &err);
-	close(pin[0]);
-	f = fdopen(out, "r");
-	ck_assert(fgets(line, sizeof(line), f) != NULL);
-	ck_assert_int_eq(sscanf(line, "ready %d", &pid), 1);
-	ck_assert_int_eq(pid, thpctl);
-	close(pin[1]);
-	fclose(f);
-	close(err);
-	ck_assert_int_eq(wait_status(thpctl), 0);
+	workload_start_as(&w, argv, 65534);
+	ck_assert_int_eq(w.pid, w.thpctl);
+	ck_assert_int_eq(workload_stop(&w, &r), 0);
 }
 END_TEST
 
