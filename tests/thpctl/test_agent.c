@@ -332,9 +332,19 @@ START_TEST(status_coverage_and_collapse)
 	thpctl_cmd(&r, "status", "-p", pid, "--json", NULL);
 	ck_assert_msg(strstr(r.out, "\"low\": true"), "status json: %s", r.out);
 
-	thpctl_cmd(&r, "collapse", "-p", pid, "--time-budget", "60");
-	ck_assert_msg(r.status == 0, "collapse: %d %s", r.status, r.err);
-	ck_assert_msg(strstr(r.out, "collapsed "), "collapse said: %s", r.out);
+	/*
+	 * 3: the kernel refused some extents for now (EAGAIN/ENOMEM: no huge
+	 * page at hand, when other tests use memory); a later pass retries them.
+	 */
+	for (int pass = 0; pass < 5; pass++) {
+		thpctl_cmd(&r, "collapse", "-p", pid, "--time-budget", "60");
+		ck_assert_msg(r.status == 0 || r.status == 3, "collapse: %d %s", r.status, r.err);
+		ck_assert_msg(strstr(r.out, "collapsed "), "collapse said: %s", r.out);
+		if (r.status == 0)
+			break;
+		ck_assert_msg(strstr(r.out, "refused: "), "status 3 without refusals: %s", r.out);
+		sleep_ms(500);
+	}
 	anon_coverage(w.pid, &c);
 	ck_assert_msg(c.huge * 100 >= c.alignable * 90, "%llu of %llu kB huge after collapse",
 		      (unsigned long long)(c.huge >> 10), (unsigned long long)(c.alignable >> 10));
