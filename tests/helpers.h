@@ -56,6 +56,20 @@ void assert_vma_unadvised(pid_t pid, uint64_t addr, const char *what);
 /* Sum of AnonHugePages of every mapping overlapping [addr, addr+len). */
 uint64_t range_anon_huge(pid_t pid, uint64_t addr, uint64_t len);
 
+/* A process's anonymous memory and how much of it is huge (smaps, one read). */
+struct anon_coverage {
+	uint64_t anon;      /* Anonymous: of every mapping */
+	uint64_t huge;      /* AnonHugePages: of every mapping */
+	/*
+	 * The 2 MiB-alignable part: Anonymous of each private anonymous
+	 * mapping without nh, capped by its whole 2 MiB extents.
+	 */
+	uint64_t alignable;
+	uint64_t nohuge_huge; /* AnonHugePages inside nh mappings (must stay 0) */
+};
+/* Fill @c for @pid; aborts the test when smaps is unreadable. */
+void anon_coverage(pid_t pid, struct anon_coverage *c);
+
 /*
  * mmap an anonymous private read/write region of @mib MiB whose start is
  * 2 MiB aligned (maps 4 MiB extra, then unmaps the slack on both sides so

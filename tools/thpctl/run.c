@@ -26,6 +26,8 @@
 #include <thp/thp.h>
 
 #include "cli.h"
+#include "collapse.h"
+#include "parse.h"
 #include "thpctl.h"
 
 #ifndef THPCTL_PRELOAD_INSTALLED
@@ -43,6 +45,8 @@ struct run_args {
 	int policy;
 	bool require_persistent;
 	char **cmd; /* NULL-terminated, cmd[0] is CMD */
+	struct collapse_settings agent; /* interval 0: no collapse agent */
+	bool agent_asked, agent_verbose;
 };
 
 static int run_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -57,6 +61,33 @@ static int run_usage_error(const char *fmt, ...)
 	return THPCTL_EXIT_RUN_FAILED;
 }
 
+/* --collapse-interval S, --collapse-budget SIZE, --collapse-time-budget S, --collapse-verbose. */
+static int parse_agent_option(int argc, char **argv, int *i, struct run_args *a)
+{
+	const char *arg = argv[*i], *val, *why = "";
+	int bad;
+
+	if (!strcmp(arg, "--collapse-verbose")) {
+		a->agent_verbose = true;
+		return 0;
+	}
+	if (*i + 1 >= argc)
+		return run_usage_error("option '%s' needs an argument", arg);
+	val = argv[++*i];
+	a->agent_asked = true;
+	if (!strcmp(arg, "--collapse-interval"))
+		bad = collapse_parse_seconds(val, &a->agent.interval_ns, &why) ||
+		      (a->agent.interval_ns && a->agent.interval_ns < 10000000ULL &&
+		       (why = "below 0.01 s (0 turns the agent off)"));
+	else if (!strcmp(arg, "--collapse-budget"))
+		bad = thpctl_parse_size(val, &a->agent.budget_bytes, &why);
+	else if (!strcmp(arg, "--collapse-time-budget"))
+		bad = collapse_parse_seconds(val, &a->agent.budget_ns, &why);
+	else
+		return run_usage_error("unknown option '%s'", arg);
+	return bad ? run_usage_error("invalid %s '%s': %s", arg, val, why) : 0;
+}
+
 /*
  * Options end at "--" or at the first argument that is not one, as for
  * env(1): CMD's own options are never ours.  Returns -1 for --help.
@@ -69,6 +100,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	a->policy = -1;
 	a->require_persistent = false;
 	a->cmd = NULL;
+	a->agent = (struct collapse_settings){ .interval_ns = COLLAPSE_DEFAULT_INTERVAL_NS,
+					       .budget_ns = COLLAPSE_DEFAULT_BUDGET_NS };
+	a->agent_asked = a->agent_verbose = false;
 	for (i = 1; i < argc; i++) {
 		const char *arg = argv[i];
 
@@ -88,6 +122,11 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			policy = argv[++i];
 		} else if (!strncmp(arg, "--policy=", 9)) {
 			policy = arg + 9;
+		} else if (!strncmp(arg, "--collapse-", 11)) {
+			int r = parse_agent_option(argc, argv, &i, a);
+
+			if (r)
+				return r;
 		} else {
 			return run_usage_error("unknown option '%s'", arg);
 		}
@@ -304,8 +343,21 @@ int thpctl_cmd_run(int argc, char **argv)
 	}
 	err = set_env(preload);
 	free(preload);
+	/* Tells a collapse agent above a nested run which policy this tree has. */
+	if (!err && setenv("THPCTL_RUN_POLICY", thp_policy_name((unsigned int)a.policy), 1))
+		err = -1;
 	if (err)
 		return THPCTL_EXIT_RUN_FAILED;
+	/* What the preload cannot reach (thread arenas, static, Go) the agent collapses. */
+	if (a.policy == THP_POLICY_HUGE && !d.persistent && a.agent.interval_ns) {
+		const char *why = "";
+
+		if (thpctl_agent_possible(&why))
+			return thpctl_agent_run(a.cmd, &a.agent, a.agent_verbose);
+		if (a.agent_asked || a.agent_verbose)
+			thpctl_error("run: note: no collapse agent: %s; only the preload applies",
+				     why);
+	}
 	fflush(NULL);
 	execvp(a.cmd[0], a.cmd);
 	saved = errno;
