@@ -166,9 +166,16 @@ struct live {
 static void live_start(struct live *lv, const char *outer, const char *policy)
 {
 	char *probe = (char *)env_path("PRELOAD_PROBE"), *tc = (char *)env_path("THPCTL");
-	char *nested[] = { tc, "run", "--policy", (char *)outer, "--", tc, "run", "--policy",
-			   (char *)policy, "--", probe, "wait", NULL };
-	char *plain[] = { tc, "run", "--policy", (char *)policy, "--", probe, "wait", NULL };
+	/*
+	 * No collapse agent (thpctl would stay the parent): these cases look at
+	 * what the preload does in the exec'd program itself (test_agent has
+	 * the agent).
+	 */
+	char *nested[] = { tc, "run", "--policy", (char *)outer, "--collapse-interval", "0", "--",
+			   tc, "run", "--policy", (char *)policy, "--collapse-interval", "0", "--",
+			   probe, "wait", NULL };
+	char *plain[] = { tc, "run", "--policy", (char *)policy, "--collapse-interval", "0", "--",
+			  probe, "wait", NULL };
 	int in[2];
 	struct spawn_opts o = { .stdout_fd = -1 };
 	char line[128] = "";
