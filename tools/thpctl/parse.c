@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* thpctl: strict command-line parsers and pidfd_open(). */
+#ifndef _GNU_SOURCE /* also built into fuzz/fuzz_thpctl_args with -D_GNU_SOURCE */
 #define _GNU_SOURCE
+#endif
 #include "parse.h"
 
 #include <errno.h>
