@@ -154,15 +154,30 @@ static bool ref_pid(const char *s, pid_t *out)
 	return true;
 }
 
-/* A refusal leaves the output alone and says why. */
-static void check_refusal(int r, const char *why, bool untouched, const char *arg)
+/*
+ * The parser (@r, value @got, reason @why) against the reference (@ok,
+ * value @want): the same verdict, the same value, and a refusal leaves the
+ * output alone (@untouched) and says why.
+ */
+static void compare(const char *kind, int r, bool ok, uint64_t got, uint64_t want,
+		    const char *why, bool untouched, const char *arg)
 {
-	if (r != -1)
-		fail("parser returned neither 0 nor -1", arg);
-	if (!why || !*why)
-		fail("refusal without a reason", arg);
-	if (!untouched)
-		fail("refusal wrote its output", arg);
+	char what[96];
+
+	if (r != 0 && r != -1)
+		snprintf(what, sizeof(what), "%s: parser returned neither 0 nor -1", kind);
+	else if ((r == 0) != ok)
+		snprintf(what, sizeof(what), "%s: %s", kind,
+			 ok ? "reference accepts, parser refuses" : "parser accepts, reference refuses");
+	else if (ok && got != want)
+		snprintf(what, sizeof(what), "%s: values differ", kind);
+	else if (!ok && (!why || !*why))
+		snprintf(what, sizeof(what), "%s: refusal without a reason", kind);
+	else if (!ok && !untouched)
+		snprintf(what, sizeof(what), "%s: refusal wrote its output", kind);
+	else
+		return;
+	fail(what, arg);
 }
 
 static void check_numbers(const char *arg)
@@ -172,23 +187,12 @@ static void check_numbers(const char *arg)
 	int r = thpctl_parse_u64(arg, &v, &why);
 	bool ok = ref_number(arg, strlen(arg), &want);
 
-	if ((r == 0) != ok)
-		fail(ok ? "u64: reference accepts, parser refuses" : "u64: parser accepts, reference refuses", arg);
-	if (ok && v != want)
-		fail("u64: values differ", arg);
-	if (!ok)
-		check_refusal(r, why, v == POISON, arg);
-
+	compare("u64", r, ok, v, want, why, v == POISON, arg);
 	v = POISON;
 	why = NULL;
 	r = thpctl_parse_size(arg, &v, &why);
 	ok = ref_size(arg, strlen(arg), &want);
-	if ((r == 0) != ok)
-		fail(ok ? "size: reference accepts, parser refuses" : "size: parser accepts, reference refuses", arg);
-	if (ok && v != want)
-		fail("size: values differ", arg);
-	if (!ok)
-		check_refusal(r, why, v == POISON, arg);
+	compare("size", r, ok, v, want, why, v == POISON, arg);
 }
 
 static void check_pid(const char *arg)
@@ -198,12 +202,7 @@ static void check_pid(const char *arg)
 	int r = thpctl_parse_pid(arg, &p, &why);
 	bool ok = ref_pid(arg, &want);
 
-	if ((r == 0) != ok)
-		fail(ok ? "pid: reference accepts, parser refuses" : "pid: parser accepts, reference refuses", arg);
-	if (ok && p != want)
-		fail("pid: values differ", arg);
-	if (!ok)
-		check_refusal(r, why, p == -7, arg);
+	compare("pid", r, ok, (uint64_t)p, (uint64_t)want, why, p == -7, arg);
 }
 
 static void check_range(const char *arg, uint64_t page_size)
@@ -213,14 +212,12 @@ static void check_range(const char *arg, uint64_t page_size)
 	int r = thpctl_parse_range(arg, page_size, &got, &why);
 	bool ok = ref_range(arg, page_size, &want);
 
-	if ((r == 0) != ok)
-		fail(ok ? "range: reference accepts, parser refuses" : "range: parser accepts, reference refuses", arg);
-	if (!ok) {
-		check_refusal(r, why, got.addr == POISON && got.len == POISON, arg);
+	compare("range start", r, ok, got.addr, want.addr, why,
+		got.addr == POISON && got.len == POISON, arg);
+	compare("range length", r, ok, got.len, want.len, why,
+		got.addr == POISON && got.len == POISON, arg);
+	if (!ok)
 		return;
-	}
-	if (got.addr != want.addr || got.len != want.len)
-		fail("range: values differ", arg);
 	/* What thpctl accepts, libthp must not refuse as invalid. */
 	if (page_size && validate_ranges(&got, 1, page_size) != 0)
 		fail("range: accepted by thpctl, refused by libthp's validation", arg);
