@@ -29,7 +29,8 @@
  * reaches above it reads its smaps (page-table walks, ~2 ms).  Each such
  * request is made on the first and then every COSTLY_SELF_EVERY-th input
  * asking for one of its kind (after the input is read, so the rest parses
- * the same); on other targets, and within the low area, always.  Data loss is
+ * the same); on other targets, within the low area, and when the library
+ * must refuse it before any system call, always.  Data loss is
  * checked after every call on the first and last word of every pattern page
  * (memory is lost a page at a time), and over every byte every
  * SENTINEL_EVERY inputs.
@@ -51,6 +52,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "internal.h" /* validate_ranges() */
 #include "thp/thp.h"
 
 #define MIB (1024UL * 1024UL)
@@ -426,6 +428,19 @@ static bool sampled(unsigned long *asked)
 	return (*asked)++ % COSTLY_SELF_EVERY == 0;
 }
 
+/*
+ * Is a request with these options refused before any system call?  Then
+ * it is cheap and always made.  Only sure refusals count (a false "no"
+ * merely samples a cheap request).
+ */
+static bool surely_refused(size_t sz, size_t real, uint8_t tail, uint32_t flags,
+			   uint32_t backend, int advice)
+{
+	return (sz > real && (tail & 1)) ||
+	       (flags & ~(uint32_t)(THP_F_SKIP_ERRORS | THP_F_NO_ERROR_ON_UNMAPPED)) ||
+	       backend >= THP_BACKEND_COUNT || !thp_advice(advice);
+}
+
 /* Bytes of @ranges outside the low reservation (saturating). */
 static uint64_t beyond_reservation(const struct thp_range *ranges, size_t nr)
 {
@@ -480,6 +495,8 @@ static void do_apply_ranges(struct in *in, uint8_t szsel, uint8_t tail, int pidf
 	memset(reports, 0, sizeof(reports));
 
 	if (is_self(pidfd) && beyond_reservation(ranges, nr) > COSTLY_BYTES &&
+	    !null_ranges && validate_ranges(ranges, nr, page) == 0 &&
+	    !surely_refused(sz, sizeof(u.o), tail, u.o.flags, u.o.backend, advice) &&
 	    !sampled(&apply_ranges_self_asked))
 		return;
 	r = thp_apply_ranges(null_ranges ? NULL : ranges, nr, &u.o);
@@ -518,7 +535,9 @@ static void do_apply_all(struct in *in, uint8_t szsel, uint8_t tail, int pidfd)
 	put_tail(u.b, sizeof(u.o), sz, tail);
 	memset(failures, 0, sizeof(failures));
 	/* Skipped after the input is read: what follows parses the same. */
-	if (is_self(pidfd) && !sampled(&apply_all_self_asked))
+	if (is_self(pidfd) && !(u.o.failures_cap && !u.o.failures) &&
+	    !surely_refused(sz, sizeof(u.o), tail, u.o.flags, u.o.backend, advice) &&
+	    !sampled(&apply_all_self_asked))
 		return;
 	r = thp_apply_all(&u.o);
 	/* It may legitimately advise the sentinel: give it a fresh mapping. */
