@@ -17,7 +17,8 @@ build=$(cd "$build" && pwd)
 logs=${2:-$build/fuzz-long}
 runs=${FUZZ_RUNS:-1000000}
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-targets=${FUZZ_TARGETS:-"parsers thpctl_args preload_env requests"}
+# The longest first.
+targets=${FUZZ_TARGETS:-"requests parsers thpctl_args preload_env"}
 mkdir -p "$logs"
 logs=$(cd "$logs" && pwd)
 status=0
@@ -42,8 +43,8 @@ for t in $targets; do
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logs/$t.log" | tail -n1)
 	final=$(grep -E '^#[0-9]+[[:space:]]+(DONE|pulse|NEW|REDUCE|INITED)' "$logs/$t.log" | tail -n1 |
 		sed -n 's/.*\(cov: [0-9]* ft: [0-9]*\).*/\1/p')
-	crashes=$(find "$logs" -maxdepth 1 -name "$t-crash-*" -o -maxdepth 1 -name "$t-leak-*" \
-		-o -maxdepth 1 -name "$t-timeout-*" -o -maxdepth 1 -name "$t-oom-*" | wc -l)
+	crashes=$(find "$logs" -maxdepth 1 \( -name "$t-crash-*" -o -name "$t-leak-*" \
+		-o -name "$t-timeout-*" -o -name "$t-oom-*" \) | wc -l)
 	echo "fuzz_$t: ${execs:-0} executions in ${secs} s, ${final:-no coverage line}, exit $rc, $crashes crash file(s)"
 	if ((rc != 0 || crashes != 0)) || [[ ${execs:-0} -lt $runs ]]; then
 		status=1
