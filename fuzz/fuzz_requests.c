@@ -80,7 +80,8 @@ static uint64_t pat_edges[PAT_PAGES_MAX][2]; /* first and last word of each patt
 static int self_pidfd = -1, null_fd = -1;
 static unsigned long iterations, apply_all_self_asked, query_self_asked,
 	apply_ranges_self_asked;
-static uint8_t *reserve_end; /* end of the low reservation holding area and sentinel */
+/* The low reservation holding the area, its guards and the sentinel. */
+static uint8_t *reserve_start, *reserve_end;
 
 struct in {
 	const uint8_t *p;
@@ -278,6 +279,7 @@ static void setup(void)
 	build_area();
 
 	/* Past the guard: out of read_range()'s reach, its own VMA between PROT_NONE. */
+	reserve_start = base;
 	reserve_end = base + total;
 	sentinel_off = total - 2 * page;
 	sentinel = base + sentinel_off;
@@ -444,7 +446,7 @@ static bool surely_refused(size_t sz, size_t real, uint8_t tail, uint32_t flags,
 /* Bytes of @ranges outside the low reservation (saturating). */
 static uint64_t beyond_reservation(const struct thp_range *ranges, size_t nr)
 {
-	uint64_t lo = (uint64_t)(uintptr_t)reserve_end - AREA_SIZE - 2 * GUARD - 2 * MIB;
+	uint64_t lo = (uint64_t)(uintptr_t)reserve_start;
 	uint64_t hi = (uint64_t)(uintptr_t)reserve_end, sum = 0;
 
 	for (size_t i = 0; i < nr; i++) {
