@@ -412,7 +412,10 @@ static void read_range(struct in *in, struct thp_range *r)
 	/* Only the library may touch the sentinel: keep requests off it. */
 	{
 		uint64_t s = (uint64_t)(uintptr_t)sentinel;
-		uint64_t e = r->len > UINT64_MAX - r->addr ? UINT64_MAX : r->addr + r->len + page;
+		uint64_t e = r->len > UINT64_MAX - r->addr ? UINT64_MAX : r->addr + r->len;
+
+		/* Saturate: a range ending at the top page must not wrap e to 0. */
+		e = e > UINT64_MAX - page ? UINT64_MAX : e + page;
 
 		if (r->addr < s + page && e > s)
 			r->addr ^= 1ULL << 63;
@@ -631,7 +634,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		do_apply_all(&in, szsel, tail, pidfd);
 	if (ops & 4)
 		do_query(&in, szsel, tail, pidfd);
-	if (++iterations % SENTINEL_EVERY == 0)
+	/* The first input too: a regression seed run alone is checked. */
+	if (++iterations % SENTINEL_EVERY == 0 || iterations == 1)
 		sentinel_check();
 	if (iterations % RESET_EVERY == 0)
 		build_area();

@@ -65,6 +65,11 @@ write('requests', 'all_three',
       head(7) + ranges_part(0, NOHUGE, 0, [rel(4 * MB, MB)]) + bytes([1, NOHUGE, 0, 1]) +
       rel(0, 0) + bytes([4]))
 write('requests', 'empty', b'')
+# Regression: a range from below the sentinel to the top page, [0, 2^64 - 4096):
+# the target's guard computed its end + one page, which wrapped to 0, and let
+# the range advise the sentinel (found by the long run at input 124,400).
+write('requests', 'range_to_top_page',
+      head(1) + ranges_part(3, HUGE, 0, [raw(0, 0xfffffffffffff000)]))
 
 # parsers
 maps = [
