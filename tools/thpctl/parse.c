@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* thpctl: strict command-line parsers and pidfd_open(). */
+#ifndef _GNU_SOURCE /* also built into fuzz/fuzz_thpctl_args with -D_GNU_SOURCE */
 #define _GNU_SOURCE
+#endif
 #include "parse.h"
 
 #include <errno.h>
@@ -131,8 +133,14 @@ int thpctl_parse_range(const char *s, uint64_t page_size, struct thp_range *out,
 		*why = "START is not page aligned";
 		return -1;
 	}
-	/* The library rounds LEN up to whole pages: that must not wrap either. */
-	if (page_size && start + second + (page_size - 1) < start) {
+	/*
+	 * The library rounds LEN up to whole pages and refuses a range whose
+	 * end passes the top of the address space.  Compare against what is
+	 * left above START rather than adding: with START 0 a wrapped sum is
+	 * not below START.
+	 */
+	if (page_size && (second > UINT64_MAX - (page_size - 1) ||
+			  (second + page_size - 1) / page_size * page_size > UINT64_MAX - start)) {
 		*why = "range reaches the end of the address space";
 		return -1;
 	}

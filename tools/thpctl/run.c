@@ -28,6 +28,7 @@
 #include "cli.h"
 #include "collapse.h"
 #include "parse.h"
+#include "preload_env.h"
 #include "thpctl.h"
 
 #ifndef THPCTL_PRELOAD_INSTALLED
@@ -37,9 +38,6 @@
 #define THPCTL_PRELOAD_BUILD ""
 #endif
 
-#define PRELOAD_NAME "libthp-preload.so"
-#define TUNABLE_NAME "glibc.malloc.hugetlb"
-#define TUNABLE_OURS TUNABLE_NAME "=1"
 
 struct run_args {
 	int policy;
@@ -223,62 +221,19 @@ static char *find_preload(void)
 	return abs;
 }
 
-static bool is_our_preload(const char *entry, size_t len)
-{
-	size_t n = sizeof(PRELOAD_NAME) - 1;
-
-	return len >= n && !memcmp(entry + len - n, PRELOAD_NAME, n) &&
-	       (len == n || entry[len - n - 1] == '/');
-}
-
-/* glibc.malloc.hugetlb with any value. */
-static bool is_hugetlb_tunable(const char *entry, size_t len)
-{
-	size_t n = sizeof(TUNABLE_NAME) - 1;
-
-	return len > n && !memcmp(entry, TUNABLE_NAME, n) && entry[n] == '=';
-}
-
-/* Exactly the one thpctl adds. */
-static bool is_our_tunable(const char *entry, size_t len)
-{
-	return len == sizeof(TUNABLE_OURS) - 1 && !memcmp(entry, TUNABLE_OURS, len);
-}
-
 /*
- * Rewrite the list in environment variable @var (entries separated by any
- * of @seps, joined again with ':'): drop the entries @drop matches, put
- * @first in front and @last at the end (either may be NULL), unset it when
- * nothing is left.  0, or -1 on allocation failure.
+ * Rewrite the list in environment variable @var (preload_env_list_edit()),
+ * unset it when nothing is left.  0, or -1 with errno set.
  */
-static int edit_list(const char *var, const char *seps, bool (*drop)(const char *, size_t),
+static int edit_list(const char *var, const char *seps, preload_env_match drop,
 		     const char *first, const char *last)
 {
-	const char *old = getenv(var), *p;
-	size_t cap = (old ? strlen(old) : 0) + (first ? strlen(first) : 0) +
-		     (last ? strlen(last) : 0) + 3;
-	char *out = malloc(cap);
-	size_t len = 0;
+	char *out = preload_env_list_edit(getenv(var), seps, drop, first, last);
 	int r;
 
 	if (!out)
 		return -1;
-	out[0] = 0;
-	if (first)
-		len += (size_t)snprintf(out + len, cap - len, "%s", first);
-	for (p = old; p && *p;) {
-		size_t n = strcspn(p, seps);
-
-		if (n && !drop(p, n))
-			len += (size_t)snprintf(out + len, cap - len, "%s%.*s", len ? ":" : "",
-						(int)n, p);
-		p += n;
-		if (*p)
-			p++;
-	}
-	if (last)
-		len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? ":" : "", last);
-	r = len ? setenv(var, out, 1) : unsetenv(var);
+	r = *out ? setenv(var, out, 1) : unsetenv(var);
 	free(out);
 	return r;
 }
@@ -287,9 +242,11 @@ static int edit_list(const char *var, const char *seps, bool (*drop)(const char 
 static int set_env(const char *preload)
 {
 	/* With the preload, ours replaces any hugetlb value; without, only ours goes. */
-	if (edit_list("LD_PRELOAD", " :", is_our_preload, preload, NULL) ||
-	    edit_list("GLIBC_TUNABLES", ":", preload ? is_hugetlb_tunable : is_our_tunable, NULL,
-		      preload ? TUNABLE_OURS : NULL)) {
+	if (edit_list("LD_PRELOAD", PRELOAD_ENV_LD_SEPS, preload_env_is_our_preload, preload,
+		      NULL) ||
+	    edit_list("GLIBC_TUNABLES", PRELOAD_ENV_TUNABLE_SEPS,
+		      preload ? preload_env_is_hugetlb_tunable : preload_env_is_our_tunable, NULL,
+		      preload ? PRELOAD_ENV_TUNABLE_OURS : NULL)) {
 		thpctl_error("run: cannot update the environment: %s", strerror(errno));
 		return -1;
 	}
