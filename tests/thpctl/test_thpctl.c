@@ -1067,19 +1067,28 @@ static Suite *thpctl_suite(void)
 	tcase_add_test(tc, status_never);
 	tcase_add_test(tc, status_self);
 	tcase_add_test(tc, status_long_name);
-	tcase_add_test(tc, apply_remote_collapse);
-	tcase_add_test(tc, apply_remote_collapse_json);
 	tcase_add_test(tc, apply_remote_huge_refused);
-	tcase_add_test(tc, apply_partial);
-	tcase_add_test(tc, apply_all_remote);
 	tcase_add_test(tc, apply_self);
 	tcase_add_test(tc, apply_bad_ranges);
 	tcase_add_test(tc, bad_pids);
 	tcase_add_test(tc, exited_target);
-	tcase_add_test(tc, without_proc);
-	tcase_add_test(tc, apply_nothing_advised);
 	tcase_add_test(tc, apply_eperm_names_capability);
 	tcase_add_test(tc, kernel_thread);
+	suite_add_tcase(s, tc);
+
+	/*
+	 * Collapsing another process's memory (CAP_SYS_NICE) and unmounting
+	 * /proc in a private mount namespace: root only.
+	 */
+	tc = tcase_create("thpctl-privileged");
+	tcase_set_tags(tc, PRIVILEGED_TAG);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, apply_remote_collapse);
+	tcase_add_test(tc, apply_remote_collapse_json);
+	tcase_add_test(tc, apply_partial);
+	tcase_add_test(tc, apply_all_remote);
+	tcase_add_test(tc, without_proc);
+	tcase_add_test(tc, apply_nothing_advised);
 	suite_add_tcase(s, tc);
 	return s;
 }
