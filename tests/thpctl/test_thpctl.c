@@ -921,11 +921,14 @@ START_TEST(exited_target)
 }
 END_TEST
 
-/*
- * thpctl runs natively even when this program runs under valgrind, so its
- * probe output is compared with a native thp_probe(): under valgrind the
- * probe cases run in a native re-execution of this program.
- */
+/* target_start() and the target's PID as an argument. */
+static const char *target_start_arg(struct target *t, const char *mode, char *pid, size_t len)
+{
+	target_start(t, mode);
+	snprintf(pid, len, "%d", (int)t->pid);
+	return pid;
+}
+
 /* --skip-errors and every range or mapping failed: 1 (nothing advised), not 3. */
 START_TEST(apply_nothing_advised)
 {
@@ -934,10 +937,9 @@ START_TEST(apply_nothing_advised)
 	char pid[16], bad[64];
 
 	require_madvise_mode();
-	target_start(&t, NULL);
-	FMT(pid, "%d", (int)t.pid);
-	FMT(bad, "0x%llx+4M", (unsigned long long)t.nohuge);
-	thpctl(&r, "apply", "--advice", "collapse", "-p", pid, "--skip-errors", bad, NULL);
+	target_start_arg(&t, NULL, pid, sizeof(pid));
+	thpctl(&r, "apply", "--advice", "collapse", "-p", pid, "--skip-errors",
+	       FMT(bad, "0x%llx+4M", (unsigned long long)t.nohuge), NULL);
 	assert_error(&r, 1, "1 of 1 ranges failed, nothing was advised");
 	thpctl(&r, "apply", "--advice", "collapse", "-p", pid, "--skip-errors", "--json", bad, NULL);
 	assert_exit(&r, 1);
@@ -946,9 +948,8 @@ START_TEST(apply_nothing_advised)
 	target_stop(&t);
 
 	/* THP disabled: the kernel refuses every mapping, and thpctl says why. */
-	target_start(&never, "never");
-	FMT(pid, "%d", (int)never.pid);
-	thpctl(&r, "apply", "--advice", "collapse", "-p", pid, "--all", "--skip-errors", NULL);
+	thpctl(&r, "apply", "--advice", "collapse", "-p",
+	       target_start_arg(&never, "never", pid, sizeof(pid)), "--all", "--skip-errors", NULL);
 	assert_error(&r, 1, "nothing was advised");
 	ck_assert_msg(strstr(r.err, "THP is disabled for process") &&
 		      !strstr(r.err, "Invalid argument"), "%s", r.err);
@@ -1038,6 +1039,11 @@ START_TEST(kernel_thread)
 }
 END_TEST
 
+/*
+ * thpctl runs natively even when this program runs under valgrind, so its
+ * probe output is compared with a native thp_probe(): under valgrind the
+ * probe cases run in a native re-execution of this program.
+ */
 START_TEST(probe_natively)
 {
 	run_tcase_natively("probe");
