@@ -311,10 +311,41 @@ __attribute__((constructor)) static void keep_std_fds_open(void)
 			abort();
 }
 
+/* Why this run's environment does not fit its tests, or NULL. */
+static const char *unfit_environment(void)
+{
+	static char why[160];
+	const char *priv = getenv("THP_TEST_PRIVILEGED");
+	const char *any_mode = getenv("THP_TEST_ANY_MODE");
+	unsigned int m;
+
+	if (priv && !strcmp(priv, "1") && geteuid() != 0)
+		return "these test cases need root (CAP_SYS_NICE for another process, uid "
+		       "changes, mount namespaces or the THP sysfs file)";
+	if (any_mode && !strcmp(any_mode, "1"))
+		return NULL;
+	m = sysfs_thp_mode();
+	if (m == 1)
+		return NULL;
+	snprintf(why, sizeof(why), "the global THP mode is \"%s\"; these tests check what "
+		 "is huge and what is not under \"madvise\"", mode_names[m]);
+	return why;
+}
+
 int run_suite(Suite *s)
 {
-	SRunner *sr = srunner_create(s);
+	SRunner *sr;
+	const char *why = unfit_environment();
 	int failed;
+
+	if (why && !in_ci()) {
+		printf("SKIP: %s\n", why);
+		srunner_free(srunner_create(s)); /* frees @s */
+		return 77;
+	}
+	if (why)
+		fprintf(stderr, "CI=true, so running although %s\n", why);
+	sr = srunner_create(s);
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

@@ -98,7 +98,20 @@ const char *mode_note(void);
 /* Raw madvise() that aborts the test on failure (for building layouts). */
 void must_madvise(void *p, size_t len, int advice);
 
-/* Run @s (CK_NORMAL) and free it; EXIT_SUCCESS unless a test failed. */
+/*
+ * Run @s (CK_NORMAL) and free it; EXIT_SUCCESS unless a test failed.
+ *
+ * Tests that know where they are: test cases that need root (CAP_SYS_NICE
+ * for another process's memory, uid changes, mount namespaces, writing the
+ * THP sysfs file) carry the Check tag PRIVILEGED_TAG; meson runs them in
+ * the "privileged" suite (CK_INCLUDE_TAGS, THP_TEST_PRIVILEGED=1) and
+ * excludes them everywhere else (CK_EXCLUDE_TAGS).  Outside CI, a run
+ * whose environment does not fit (a privileged run without root, or a
+ * global THP mode other than madvise unless THP_TEST_ANY_MODE=1) prints
+ * why and returns 77, meson's "skipped"; under CI=true it runs anyway and
+ * fails if it must.
+ */
+#define PRIVILEGED_TAG "privileged"
 int run_suite(Suite *s);
 
 /*

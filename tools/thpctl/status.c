@@ -346,10 +346,13 @@ int thpctl_cmd_status(int argc, char **argv)
 	struct status_opts o = { 0 };
 	struct status_data d;
 	int opt, pidfd = THP_SELF, status = THPCTL_EXIT_FAILURE;
+	unsigned long long seen = 0;
 	const char *why;
 
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":p:h", longopts, NULL)) != -1) {
+		if (thpctl_option_once("status", longopts, opt, &seen))
+			return THPCTL_EXIT_USAGE;
 		switch (opt) {
 		case 'p':
 			if (thpctl_parse_pid(optarg, &o.pid, &why))

@@ -242,7 +242,10 @@ class _CollapseOpts(ctypes.Structure):
 
 
 # Sizes on LP64 (x86_64, aarch64, ...): the layout must match thp.h exactly.
-_EXPECTED_SIZES = {
+# Checked there only (an ILP32 build lays the pointer and size_t fields out
+# smaller, which ctypes follows by itself), and as an ImportError rather
+# than an assert, which python -O would drop.
+_EXPECTED_SIZES_LP64 = {
     _Range: 16,
     _Report: 72,
     _ApplyOpts: 40,
@@ -253,9 +256,11 @@ _EXPECTED_SIZES = {
     _QueryOpts: 80,
     _CollapseOpts: 168,
 }
-for _cls, _size in _EXPECTED_SIZES.items():
-    assert ctypes.sizeof(_cls) == _size, (
-        "%s is %d bytes, expected %d" % (_cls.__name__, ctypes.sizeof(_cls), _size))
+if ctypes.sizeof(ctypes.c_void_p) == 8:
+    for _cls, _size in _EXPECTED_SIZES_LP64.items():
+        if ctypes.sizeof(_cls) != _size:
+            raise ImportError("thp: %s is %d bytes, thp.h says %d"
+                              % (_cls.__name__, ctypes.sizeof(_cls), _size))
 
 
 # ----------------------------------------------------------------- loading
