@@ -258,6 +258,33 @@ START_TEST(usage_errors)
 }
 END_TEST
 
+/* run: a second --policy is refused (exit 125, nothing run), not "the last one wins". */
+START_TEST(run_policy_twice)
+{
+	static const char *const forms[][4] = {
+		{ "--policy", "huge", "--policy", "never" },
+		{ "-p", "never", "--policy=huge", NULL },
+	};
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *argv[10] = { env_path("THPCTL"), "run" };
+		size_t n = 2;
+		struct run r;
+
+		for (size_t k = 0; k < 4 && forms[i][k]; k++)
+			argv[n++] = forms[i][k];
+		argv[n++] = "--";
+		argv[n++] = "/bin/echo";
+		argv[n++] = "ran";
+		argv[n] = NULL;
+		run_cmd(&r, NULL, (char *const *)argv);
+		ck_assert_msg(r.status == 125 && strstr(r.err, "more than once") && !r.out[0],
+			      "form %zu: status %d, stdout \"%s\", stderr \"%s\"", i, r.status,
+			      r.out, r.err);
+	}
+}
+END_TEST
+
 /* ---- probe ------------------------------------------------------------- */
 
 START_TEST(probe_text)
@@ -1071,6 +1098,7 @@ static Suite *thpctl_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, help_version);
 	tcase_add_test(tc, usage_errors);
+	tcase_add_test(tc, run_policy_twice);
 	tcase_add_test(tc, status_remote_text);
 	tcase_add_test(tc, status_remote_json);
 	tcase_add_test(tc, status_never);

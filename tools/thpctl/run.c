@@ -114,12 +114,17 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			return -1;
 		} else if (!strcmp(arg, "--require-persistent")) {
 			a->require_persistent = true;
-		} else if (!strcmp(arg, "--policy") || !strcmp(arg, "-p")) {
-			if (i + 1 >= argc)
+		} else if (!strcmp(arg, "--policy") || !strcmp(arg, "-p") ||
+			   !strncmp(arg, "--policy=", 9)) {
+			/* Not "the last one wins": two policies are a mistake. */
+			if (policy)
+				return run_usage_error("option '--policy' given more than once");
+			if (!strncmp(arg, "--policy=", 9))
+				policy = arg + 9;
+			else if (i + 1 >= argc)
 				return run_usage_error("option '%s' needs an argument", arg);
-			policy = argv[++i];
-		} else if (!strncmp(arg, "--policy=", 9)) {
-			policy = arg + 9;
+			else
+				policy = argv[++i];
 		} else if (!strncmp(arg, "--collapse-", 11)) {
 			int r = parse_agent_option(argc, argv, &i, a);
 
