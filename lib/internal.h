@@ -98,7 +98,13 @@ int target_thp_disabled(const struct thp_target *t);
 int validate_advice(int advice);
 /* Flags within @allowed and a known backend id.  0 or -EINVAL. */
 int validate_flags_backend(uint32_t flags, uint32_t allowed, uint32_t backend);
-int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size);
+/*
+ * 0 or -EINVAL.  *as_vector: every length is a non-zero multiple of the
+ * page size, so the array itself can be the system call's vector
+ * (apply_ctx.ranges_are_iovecs).
+ */
+int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size,
+		    bool *as_vector);
 /* Page-rounded length of a validated range.  Inline: the engine takes it per range. */
 static inline uint64_t range_len(const struct thp_range *r, size_t page_size)
 {
@@ -128,6 +134,16 @@ struct thp_backend_ops {
 	 */
 	int (*apply_entire)(const struct thp_target *t, int advice);
 };
+
+/*
+ * The engine may pass a caller's struct thp_range array as the vector
+ * (same layout on LP64, asserted in apply.c): backends read the vector in
+ * C through this copy of struct iovec, which may alias it.
+ */
+typedef struct __attribute__((may_alias)) {
+	void *iov_base;
+	size_t iov_len;
+} iovec_alias;
 
 /* Shared by the two process_madvise() backends. */
 int process_madvise_check(const struct thp_caps *c, const struct thp_target *t, int advice);
@@ -275,6 +291,8 @@ struct apply_ctx {
 	 */
 	const struct thp_vma *layout;
 	size_t nr_layout;
+	/* validate_ranges() found the ranges usable as the vector itself. */
+	bool ranges_are_iovecs;
 };
 
 /* Open @pidfd's target and pick its backend into @ctx; 0 or -errno (nothing open). */
