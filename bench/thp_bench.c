@@ -183,6 +183,22 @@ static void note_target(const char *what, double measured, double limit, const c
 	t->unit = unit;
 }
 
+/*
+ * The rest of a table row from REPS samples a side (print_compare()), and
+ * its median ratio as a target when @target names one.
+ */
+static void ratio_row(const double *lib, const double *raw, double scale, const char *section,
+		      const char *series, size_t x, const char *unit, const char *target,
+		      double limit)
+{
+	struct compare cmp = compare(lib, raw, REPS);
+
+	print_compare(&cmp, scale, section, series, x, unit);
+	printf("\n");
+	if (target)
+		note_target(target, cmp.ratio.med, limit, "x");
+}
+
 static void print_targets(void)
 {
 	if (!nr_targets)
@@ -951,7 +967,6 @@ static void bench_default(void)
 	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
 		size_t n = counts[c];
 		double lib[REPS], raw[REPS];
-		struct compare cmp;
 
 		ensure_map_count((long)n + 5000);
 		make_small_maps(n);
@@ -978,13 +993,10 @@ static void bench_default(void)
 					(do_lib ? lib : raw)[rep] = (cpu_ns() - t0) / GET_DEFAULT_INNER;
 			}
 		}
-		cmp = compare(lib, raw, REPS);
 		printf("| %7zu |", n);
-		print_compare(&cmp, 1e3, "default", "thp_get_default vs prctl", n, "us");
-		printf("\n");
-		if (c == 0)
-			note_target("thp_get_default(THP_SELF) vs prctl(PR_GET_THP_DISABLE)",
-				    cmp.ratio.med, 1.5, "x");
+		ratio_row(lib, raw, 1e3, "default", "thp_get_default vs prctl", n, "us",
+			  c == 0 ? "thp_get_default(THP_SELF) vs prctl(PR_GET_THP_DISABLE)" : NULL,
+			  1.5);
 		free_small_maps();
 	}
 
@@ -1057,7 +1069,6 @@ static void bench_query(void)
 		size_t n = counts[c], cap = n + 4096, vmas;
 		struct thp_mapping_state *st = calloc(cap, sizeof(*st));
 		double lib[REPS], raw[REPS];
-		struct compare cmp;
 
 		if (!st)
 			die("calloc");
@@ -1085,13 +1096,10 @@ static void bench_query(void)
 					(do_lib ? lib : raw)[rep] = cpu_ns() - t0;
 			}
 		}
-		cmp = compare(lib, raw, REPS);
 		printf("| %7zu | %6zu |", n, vmas);
-		print_compare(&cmp, 1e6, "query", "thp_query all vs smaps read", vmas, "ms");
-		printf("\n");
-		if (n == 60000)
-			note_target("thp_query(), all of 60k mappings, vs the bare smaps read",
-				    cmp.ratio.med, 1.15, "x");
+		ratio_row(lib, raw, 1e6, "query", "thp_query all vs smaps read", vmas, "ms",
+			  n == 60000 ? "thp_query(), all of 60k mappings, vs the bare smaps read" : NULL,
+			  1.15);
 		free_small_maps();
 		free(st);
 	}
