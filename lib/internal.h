@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -192,7 +193,19 @@ int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
  * its process is exiting).  A line longer than the buffer is cut: its first
  * sizeof(buf) bytes are handed out and the rest is skipped.
  */
-int line_reader_next(struct line_reader *lr, const char **line, size_t *len);
+int line_reader_next_slow(struct line_reader *lr, const char **line, size_t *len);
+/* Inline for a line whole in the buffer: smaps has some 24 lines an entry. */
+static inline int line_reader_next(struct line_reader *lr, const char **line, size_t *len)
+{
+	char *nl = lr->skip_rest ? NULL : memchr(lr->buf + lr->pos, '\n', lr->len - lr->pos);
+
+	if (!nl)
+		return line_reader_next_slow(lr, line, len);
+	*line = lr->buf + lr->pos;
+	*len = (size_t)(nl - *line);
+	lr->pos += *len + 1;
+	return 1;
+}
 /* Close the file (a reader that failed to open holds none). */
 void line_reader_close(struct line_reader *lr);
 

@@ -24,14 +24,16 @@ static uint64_t kb_field(const char *line, size_t len, size_t skip)
 }
 
 /* Header: "start-end perms offset dev inode   name". */
-static void parse_header(const char *line, size_t len, struct thp_mapping_state *m,
-			 struct smaps_extra *x)
+/* The rest of a header whose range [start, end) maps_parse_line() has read. */
+static void parse_header(const char *line, size_t len, uint64_t start, uint64_t end,
+			 struct thp_mapping_state *m, struct smaps_extra *x)
 {
 	size_t field = 0, i = 0;
 
 	memset(m, 0, sizeof(*m));
 	memset(x, 0, sizeof(*x));
-	maps_parse_line(line, len, &m->start, &m->end);
+	m->start = start;
+	m->end = end;
 	while (i < len && field < 5) {
 		while (i < len && line[i] != ' ')
 			i++;
@@ -160,7 +162,7 @@ int smaps_next_x(struct smaps_reader *sr, struct thp_mapping_state *m, struct sm
 				if (x)
 					*x = sr->cur_x;
 			}
-			parse_header(line, len, &sr->cur, &sr->cur_x);
+			parse_header(line, len, s, e, &sr->cur, &sr->cur_x);
 			sr->have = true;
 			if (had)
 				return 1;
