@@ -20,10 +20,11 @@
  *
  * The two sides of a comparison alternate within each repetition (the
  * order rotating), and ratios are libthp / raw of the same repetition;
- * tables give median/min/max over REPS.  apply, default, query: thread CPU
- * time (CLOCK_THREAD_CPUTIME_ID: a shared machine's preemption does not
- * count); run: the child's CPU time from wait4(); the rest CLOCK_MONOTONIC.
- * The run ends with every issue-15 target beside its measured median.  Needs root only to raise
+ * tables give median/min/max over REPS (apply: APPLY_REPS).  apply,
+ * default, query: thread CPU time (CLOCK_THREAD_CPUTIME_ID: a shared
+ * machine's preemption does not count); run: the child's CPU time from
+ * wait4(); the rest CLOCK_MONOTONIC.  The run ends with every issue-15
+ * target beside its measured median.  Needs root only to raise
  * vm.max_map_count (restored at exit, also on SIGINT/SIGTERM).
  */
 #include <errno.h>
@@ -349,6 +350,8 @@ static void raw_madvise_loop(const struct iovec *iov, size_t n, int advice)
 /* ------------------------------------------------- 1: thp_apply_ranges */
 
 #define RANGE_LEN MIB       /* per mapping, at a 2 MiB-aligned start */
+/* The section is short and its ratios are a few percent apart: more samples. */
+#define APPLY_REPS 41
 #define RANGE_STRIDE (4 * MIB) /* leaves an unmapped guard gap */
 
 static char *map_ranges(size_t n, struct thp_range *r, struct iovec *iov)
@@ -402,14 +405,14 @@ static void bench_apply(void)
 	static struct thp_report reports[1024];
 
 	printf("\n## 1. thp_apply_ranges() vs raw, %d reps, %lu KiB mappings at 2 MiB-aligned starts, 4 MiB stride\n\n",
-	       REPS, RANGE_LEN / 1024);
+	       APPLY_REPS, RANGE_LEN / 1024);
 	printf("Thread CPU time in microseconds per call (each sample = mean of 4..2000 back-to-back calls, every call flipping HUGE/NOHUGE, reports on), median / min / max; ratio = libthp / raw of the same rep (median (min..max)).\n\n");
 	printf("| backend          | ranges | libthp med / min / max (us)       | raw med / min / max (us)          | ratio                 |\n");
 	printf("|------------------|-------:|-----------------------------------|-----------------------------------|-----------------------|\n");
 	for (unsigned int be = THP_BACKEND_PROCESS_MADVISE; be <= THP_BACKEND_MADVISE; be++) {
 		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
 			size_t n = counts[c];
-			double lib[REPS], raw[REPS];
+			double lib[APPLY_REPS], raw[APPLY_REPS];
 			int state = THP_ADVICE_NOHUGE;
 			/* Each sample times `inner` calls (>= ~1 ms) to beat timer noise. */
 			int inner = n == 1 ? 2000 : n == 16 ? 200 : n == 256 ? 16 : 4;
@@ -417,7 +420,7 @@ static void bench_apply(void)
 			map_ranges(n, ranges, iov);
 			/* The mappings start with no advice: bring them to NOHUGE. */
 			raw_madvise_loop(iov, n, MADV_NOHUGEPAGE);
-			for (int rep = -2; rep < REPS; rep++) {
+			for (int rep = -2; rep < APPLY_REPS; rep++) {
 				for (int k = 0; k < 2; k++) {
 					bool do_lib = (rep & 1) ? k == 1 : k == 0;
 					double t0 = cpu_ns(), t1;
@@ -471,7 +474,7 @@ static void bench_apply(void)
 			}
 			double ratio = print_row(be == THP_BACKEND_PROCESS_MADVISE ? "auto: proc_madvise"
 										   : "madvise loop",
-						 n, "", lib, raw, REPS, 1e3);
+						 n, "", lib, raw, APPLY_REPS, 1e3);
 
 			if (be == THP_BACKEND_PROCESS_MADVISE) {
 				char what[96];
