@@ -99,6 +99,8 @@ def main(argv):
     os.makedirs(argv[2], exist_ok=True)
     curves = {}
     for r in data["rows"]:
+        if r["section"] == "targets":  # the closing table, not a curve
+            continue
         curves.setdefault((r["section"], r["series"]), []).append(r)
     n = 0
     for (section, series), rows in sorted(curves.items()):

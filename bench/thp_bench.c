@@ -2,8 +2,8 @@
 /*
  * thp_bench: libthp against the raw kernel interfaces it wraps.
  *
- *   thp_bench [--json FILE] [apply] [all] [vma] [effect] [default]
- *                                              (default: all five)
+ *   thp_bench [--json FILE] [apply] [all] [vma] [effect] [default] [query] [run]
+ *                                              (default: all seven)
  *
  * --json FILE also writes every compared row as JSON, from which
  * bench/charts.py draws the SVG charts in doc/charts/.
@@ -13,23 +13,35 @@
  *          1% failing mappings
  * vma    - PROCMAP_QUERY ioctl walk vs /proc/self/maps text parsing
  * effect - random reads over 1 GiB, NOHUGE vs HUGE
+ * default - thp_get_default() vs prctl(PR_GET_THP_DISABLE); thp_set_default(HUGE)
+ *          vs one raw madvise(0, TASK_SIZE)
+ * query  - thp_query() of every mapping vs the bare read of /proc/self/smaps
+ * run    - CPU time of `thpctl run --policy P -- /bin/true` vs `env /bin/true`
  *
- * Every timing is CLOCK_MONOTONIC; tables give median/min/max over REPS
- * runs and ratios libthp / raw from the same run.  Needs root only to raise
+ * The two sides of a comparison alternate within each repetition (the
+ * order rotating), and ratios are libthp / raw of the same repetition;
+ * tables give median/min/max over REPS (apply: APPLY_REPS).  apply,
+ * default, query: thread CPU time (CLOCK_THREAD_CPUTIME_ID: a shared
+ * machine's preemption does not count); run: the child's CPU time from
+ * wait4(); the rest CLOCK_MONOTONIC.  The run ends with every issue-15
+ * target beside its measured median.  Needs root only to raise
  * vm.max_map_count (restored at exit, also on SIGINT/SIGTERM).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/types.h>
@@ -51,6 +63,15 @@ static double now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* CPU time of this thread, kernel time (the system calls) included. */
+static double cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
@@ -136,6 +157,70 @@ static void die(const char *what)
 {
 	perror(what);
 	exit(1);
+}
+
+/* ---------------------------------------------- targets (issue 15) */
+
+/* One measured median beside its target, printed together at the end. */
+struct target {
+	char what[96];
+	double measured, limit;
+	const char *unit; /* "x": a ratio to the raw call; else an absolute overhead */
+};
+
+static struct target targets[32];
+static size_t nr_targets;
+
+static void note_target(const char *what, double measured, double limit, const char *unit)
+{
+	struct target *t;
+
+	if (nr_targets == sizeof(targets) / sizeof(targets[0]))
+		return;
+	t = &targets[nr_targets++];
+	snprintf(t->what, sizeof(t->what), "%s", what);
+	t->measured = measured;
+	t->limit = limit;
+	t->unit = unit;
+}
+
+/*
+ * The rest of a table row from REPS samples a side (print_compare()), and
+ * its median ratio as a target when @target names one.
+ */
+static void ratio_row(const double *lib, const double *raw, double scale, const char *section,
+		      const char *series, size_t x, const char *unit, const char *target,
+		      double limit)
+{
+	struct compare cmp = compare(lib, raw, REPS);
+
+	print_compare(&cmp, scale, section, series, x, unit);
+	printf("\n");
+	if (target)
+		note_target(target, cmp.ratio.med, limit, "x");
+}
+
+static void print_targets(void)
+{
+	if (!nr_targets)
+		return;
+	printf("\n## Targets: every measured median beside its target\n\n");
+	printf("| operation                                                    | measured   | target      | met |\n");
+	printf("|--------------------------------------------------------------|-----------:|------------:|-----|\n");
+	for (size_t i = 0; i < nr_targets; i++) {
+		const struct target *t = &targets[i];
+		bool ratio = !strcmp(t->unit, "x");
+
+		printf("| %-60s | %8.3f%s | <= %6.3f%s | %s |\n", t->what, t->measured,
+		       ratio ? "x " : t->unit, t->limit, ratio ? "x " : t->unit,
+		       t->measured <= t->limit ? "yes" : "NO ");
+		if (json_out) {
+			fprintf(json_out, "%s\n    {\"section\": \"targets\", \"series\": \"%s\", "
+				"\"measured\": %.6g, \"limit\": %.6g, \"unit\": \"%s\"}",
+				json_first ? "" : ",", t->what, t->measured, t->limit, t->unit);
+			json_first = false;
+		}
+	}
 }
 
 /* ------------------------------------------------ vm.max_map_count guard */
@@ -265,6 +350,8 @@ static void raw_madvise_loop(const struct iovec *iov, size_t n, int advice)
 /* ------------------------------------------------- 1: thp_apply_ranges */
 
 #define RANGE_LEN MIB       /* per mapping, at a 2 MiB-aligned start */
+/* The section is short and its ratios are a few percent apart: more samples. */
+#define APPLY_REPS 41
 #define RANGE_STRIDE (4 * MIB) /* leaves an unmapped guard gap */
 
 static char *map_ranges(size_t n, struct thp_range *r, struct iovec *iov)
@@ -298,14 +385,16 @@ static void unmap_ranges(size_t n, const struct iovec *iov)
 		munmap(iov[i].iov_base, iov[i].iov_len);
 }
 
-static void print_row(const char *label, size_t n, const char *unit_label,
-		      const double *lib, const double *raw, size_t reps, double scale)
+/* Returns the median ratio. */
+static double print_row(const char *label, size_t n, const char *unit_label,
+			const double *lib, const double *raw, size_t reps, double scale)
 {
 	struct compare c = compare(lib, raw, reps);
 
 	printf("| %-16s | %6zu |", label, n);
 	print_compare(&c, scale, "apply", label, n, "us");
 	printf("%s\n", unit_label);
+	return c.ratio.med;
 }
 
 static void bench_apply(void)
@@ -316,14 +405,14 @@ static void bench_apply(void)
 	static struct thp_report reports[1024];
 
 	printf("\n## 1. thp_apply_ranges() vs raw, %d reps, %lu KiB mappings at 2 MiB-aligned starts, 4 MiB stride\n\n",
-	       REPS, RANGE_LEN / 1024);
-	printf("Times in microseconds per call (each sample = mean of 4..2000 back-to-back calls, every call flipping HUGE/NOHUGE), median / min / max; ratio = libthp / raw of the same rep (median (min..max)).\n\n");
+	       APPLY_REPS, RANGE_LEN / 1024);
+	printf("Thread CPU time in microseconds per call (each sample = mean of 4..2000 back-to-back calls, every call flipping HUGE/NOHUGE, reports on), median / min / max; ratio = libthp / raw of the same rep (median (min..max)).\n\n");
 	printf("| backend          | ranges | libthp med / min / max (us)       | raw med / min / max (us)          | ratio                 |\n");
 	printf("|------------------|-------:|-----------------------------------|-----------------------------------|-----------------------|\n");
 	for (unsigned int be = THP_BACKEND_PROCESS_MADVISE; be <= THP_BACKEND_MADVISE; be++) {
 		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
 			size_t n = counts[c];
-			double lib[REPS], raw[REPS];
+			double lib[APPLY_REPS], raw[APPLY_REPS];
 			int state = THP_ADVICE_NOHUGE;
 			/* Each sample times `inner` calls (>= ~1 ms) to beat timer noise. */
 			int inner = n == 1 ? 2000 : n == 16 ? 200 : n == 256 ? 16 : 4;
@@ -331,10 +420,10 @@ static void bench_apply(void)
 			map_ranges(n, ranges, iov);
 			/* The mappings start with no advice: bring them to NOHUGE. */
 			raw_madvise_loop(iov, n, MADV_NOHUGEPAGE);
-			for (int rep = -2; rep < REPS; rep++) {
+			for (int rep = -2; rep < APPLY_REPS; rep++) {
 				for (int k = 0; k < 2; k++) {
 					bool do_lib = (rep & 1) ? k == 1 : k == 0;
-					double t0 = now_ns(), t1;
+					double t0 = cpu_ns(), t1;
 
 					/* An even number of calls, each flipping the advice. */
 					for (int j = 0; j < inner; j++) {
@@ -374,7 +463,7 @@ static void bench_apply(void)
 						}
 						state = advice;
 					}
-					t1 = now_ns();
+					t1 = cpu_ns();
 					if (rep >= 0) {
 						if (do_lib)
 							lib[rep] = (t1 - t0) / inner;
@@ -383,8 +472,18 @@ static void bench_apply(void)
 					}
 				}
 			}
-			print_row(be == THP_BACKEND_PROCESS_MADVISE ? "auto: proc_madvise" : "madvise loop",
-				  n, "", lib, raw, REPS, 1e3);
+			double ratio = print_row(be == THP_BACKEND_PROCESS_MADVISE ? "auto: proc_madvise"
+										   : "madvise loop",
+						 n, "", lib, raw, APPLY_REPS, 1e3);
+
+			if (be == THP_BACKEND_PROCESS_MADVISE) {
+				char what[96];
+
+				snprintf(what, sizeof(what),
+					 "thp_apply_ranges(), %zu range%s, vs process_madvise()", n,
+					 n == 1 ? "" : "s");
+				note_target(what, ratio, n == 1 ? 1.05 : 1.03, "x");
+			}
 			unmap_ranges(n, iov);
 		}
 	}
@@ -439,15 +538,15 @@ static size_t count_maps(void)
  * The kernel's lower bound for advising every mapping: one madvise() over
  * the whole user address space (ENOMEM only says there were gaps).  ns.
  */
-static double time_madvise_all(int advice)
+static double time_madvise_all(int advice, double (*clock_ns)(void))
 {
 	double t0, t1;
 	int ret, e;
 
-	t0 = now_ns();
+	t0 = clock_ns();
 	ret = madvise(NULL, TASK_END, advice);
 	e = errno;
-	t1 = now_ns();
+	t1 = clock_ns();
 	if (ret && e != ENOMEM)
 		die("madvise(0, TASK_END)");
 	return t1 - t0;
@@ -499,7 +598,7 @@ static void bench_all(void)
 					if (rep >= 0)
 						lib[rep] = t1 - t0;
 				} else {
-					double t = time_madvise_all(advice);
+					double t = time_madvise_all(advice, now_ns);
 
 					if (rep >= 0)
 						raw[rep] = t;
@@ -818,9 +917,9 @@ static void bench_effect(void)
 	       sink ? " (sink!=0)" : "");
 }
 
-/* ---------------------------------------------------------------- main */
-
 /* ---------------------------------------------------- 6: default policy */
+
+#define GET_DEFAULT_INNER 200
 
 /* One timed thp_set_default(HUGE) on @n fresh, unadvised mappings. */
 static double time_set_huge(size_t n, uint64_t *changed)
@@ -831,9 +930,9 @@ static double time_set_huge(size_t n, uint64_t *changed)
 	int ret;
 
 	make_small_maps(n);
-	t0 = now_ns();
+	t0 = cpu_ns();
 	ret = thp_set_default(&o);
-	t1 = now_ns();
+	t1 = cpu_ns();
 	if (ret < 0) {
 		fprintf(stderr, "thp_set_default(HUGE): %s (%s)\n", thp_strerror(ret),
 			thp_strerror_detail());
@@ -852,7 +951,7 @@ static double time_raw_huge(size_t n)
 	double t;
 
 	make_small_maps(n);
-	t = time_madvise_all(MADV_HUGEPAGE);
+	t = time_madvise_all(MADV_HUGEPAGE, cpu_ns);
 	free_small_maps();
 	return t;
 }
@@ -862,48 +961,51 @@ static void bench_default(void)
 	static const size_t counts[] = { 100, 10000, 60000 };
 
 	printf("\n## 6. Default policy of a process with many mappings, %d reps\n\n", REPS);
-	printf("6a: thp_get_default(THP_SELF) vs raw prctl(PR_GET_THP_DISABLE), microseconds per call.\n"
-	       "libthp also looks at a fresh mapping's VmFlags (mm->def_flags, where the RFC defaults\n"
-	       "live), which the prctl does not show.\n\n");
+	printf("6a: thp_get_default(THP_SELF) vs raw prctl(PR_GET_THP_DISABLE), thread CPU time in\n"
+	       "microseconds per call (each sample the mean of %d calls).  Where the kernel has a\n"
+	       "def_flags default (the RFCs' PMADV or declared prctl), libthp also looks at a fresh\n"
+	       "mapping's VmFlags, which the prctl does not show.\n\n", GET_DEFAULT_INNER);
 	printf("| created | libthp med / min / max (us)       | raw med / min / max (us)          | ratio                 |\n");
 	printf("|--------:|-----------------------------------|-----------------------------------|-----------------------|\n");
 	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
 		size_t n = counts[c];
 		double lib[REPS], raw[REPS];
-		struct compare cmp;
 
 		ensure_map_count((long)n + 5000);
 		make_small_maps(n);
 		for (int rep = -2; rep < REPS; rep++) {
-			THP_OPTS(thp_default_opts, o);
-			double t0, t1, t2;
-			int ret;
+			for (int k = 0; k < 2; k++) {
+				bool do_lib = (rep & 1) ? k == 1 : k == 0;
+				double t0 = cpu_ns();
 
-			t0 = now_ns();
-			ret = thp_get_default(&o);
-			t1 = now_ns();
-			if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) < 0)
-				die("prctl(PR_GET_THP_DISABLE)");
-			t2 = now_ns();
-			if (ret < 0) {
-				fprintf(stderr, "thp_get_default: %s\n", thp_strerror(ret));
-				exit(1);
-			}
-			if (rep >= 0) {
-				lib[rep] = t1 - t0;
-				raw[rep] = t2 - t1;
+				for (int j = 0; j < GET_DEFAULT_INNER; j++) {
+					if (do_lib) {
+						THP_OPTS(thp_default_opts, o);
+						int ret = thp_get_default(&o);
+
+						if (ret < 0) {
+							fprintf(stderr, "thp_get_default: %s\n",
+								thp_strerror(ret));
+							exit(1);
+						}
+					} else if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) < 0) {
+						die("prctl(PR_GET_THP_DISABLE)");
+					}
+				}
+				if (rep >= 0)
+					(do_lib ? lib : raw)[rep] = (cpu_ns() - t0) / GET_DEFAULT_INNER;
 			}
 		}
-		cmp = compare(lib, raw, REPS);
 		printf("| %7zu |", n);
-		print_compare(&cmp, 1e3, "default", "thp_get_default vs prctl", n, "us");
-		printf("\n");
+		ratio_row(lib, raw, 1e3, "default", "thp_get_default vs prctl", n, "us",
+			  c == 0 ? "thp_get_default(THP_SELF) vs prctl(PR_GET_THP_DISABLE)" : NULL,
+			  1.5);
 		free_small_maps();
 	}
 
 	printf("\n6b: thp_set_default(HUGE) on fresh unadvised mappings (mainline: advises the existing\n"
 	       "mappings not advised NOHUGE, from one pass over smaps) vs one raw madvise(0, 0x%lx,\n"
-	       "MADV_HUGEPAGE), which also overrides NOHUGE advice; milliseconds per call.\n\n", TASK_END);
+	       "MADV_HUGEPAGE), which also overrides NOHUGE advice; thread CPU time, milliseconds per call.\n\n", TASK_END);
 	printf("| created | libthp med / min / max (ms)       | raw med / min / max (ms)          | ratio                 | advised |\n");
 	printf("|--------:|-----------------------------------|-----------------------------------|-----------------------|--------:|\n");
 	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
@@ -933,13 +1035,188 @@ static void bench_default(void)
 		print_compare(&cmp, 1e6, "default", "thp_set_default(HUGE) vs madvise(0, TASK_SIZE)", n,
 			      "ms");
 		printf(" %7llu |\n", (unsigned long long)changed);
+		if (n == 60000)
+			note_target("thp_set_default(HUGE), 60k mappings, vs madvise(0, TASK_SIZE)",
+				    cmp.ratio.med, 8, "x");
 	}
 }
 
+/* ------------------------------------------------------------ 7: query */
+
+/* The kernel's part of thp_query(): /proc/self/smaps read to its end, unparsed. */
+static void read_smaps_bare(void)
+{
+	static char buf[1 << 16];
+	int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0)
+		die("open smaps");
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (r < 0)
+		die("read smaps");
+	close(fd);
+}
+
+static void bench_query(void)
+{
+	static const size_t counts[] = { 100, 10000, 60000 };
+
+	printf("\n## 7. thp_query() of every mapping vs the bare read of /proc/self/smaps, %d reps\n\n",
+	       REPS);
+	printf("Thread CPU time in milliseconds per call (the kernel formats smaps in this thread).\n\n");
+	printf("| created | VMAs   | libthp med / min / max (ms)       | raw med / min / max (ms)          | ratio                 |\n");
+	printf("|--------:|-------:|-----------------------------------|-----------------------------------|-----------------------|\n");
+	for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		size_t n = counts[c], cap = n + 4096, vmas;
+		struct thp_mapping_state *st = calloc(cap, sizeof(*st));
+		double lib[REPS], raw[REPS];
+
+		if (!st)
+			die("calloc");
+		ensure_map_count((long)n + 5000);
+		make_small_maps(n);
+		vmas = count_maps();
+		for (int rep = -2; rep < REPS; rep++) {
+			for (int k = 0; k < 2; k++) {
+				bool do_lib = (rep & 1) ? k == 1 : k == 0;
+				double t0 = cpu_ns();
+
+				if (do_lib) {
+					THP_OPTS(thp_query_opts, q, .pidfd = THP_SELF, .states = st,
+						 .states_cap = cap);
+					int ret = thp_query(&q);
+
+					if (ret < 0 || (size_t)ret != q.states_needed) {
+						fprintf(stderr, "thp_query: %d %s\n", ret, thp_strerror(ret));
+						exit(1);
+					}
+				} else {
+					read_smaps_bare();
+				}
+				if (rep >= 0)
+					(do_lib ? lib : raw)[rep] = cpu_ns() - t0;
+			}
+		}
+		printf("| %7zu | %6zu |", n, vmas);
+		ratio_row(lib, raw, 1e6, "query", "thp_query all vs smaps read", vmas, "ms",
+			  n == 60000 ? "thp_query(), all of 60k mappings, vs the bare smaps read" : NULL,
+			  1.15);
+		free_small_maps();
+		free(st);
+	}
+}
+
+/* -------------------------------------------------------------- 8: run */
+
+#ifndef THP_BENCH_THPCTL
+#define THP_BENCH_THPCTL "thpctl"
+#endif
+#define RUN_REPS 61
+
+/* CPU time (user + system) of one child running @argv to its end, silenced. */
+static double child_cpu_ns(char *const argv[])
+{
+	posix_spawn_file_actions_t fa;
+	struct rusage ru;
+	pid_t pid;
+	int st;
+
+	if (posix_spawn_file_actions_init(&fa) ||
+	    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0) ||
+	    posix_spawn_file_actions_adddup2(&fa, 1, 2))
+		die("posix_spawn_file_actions");
+	/* posix_spawn() shares the memory until the exec: no page tables copied. */
+	errno = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (errno)
+		die(argv[0]);
+	if (wait4(pid, &st, 0, &ru) != pid)
+		die("wait4");
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "%s %s %s ... failed (status 0x%x)\n", argv[0], argv[1], argv[2], st);
+		exit(1);
+	}
+	return ((double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec) * 1e9 +
+	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e3;
+}
+
+static void bench_run(void)
+{
+	/* huge starts thpctl's collapse agent (root); "huge, no agent" is the preload alone. */
+	static const struct {
+		const char *label, *policy, *extra; /* extra: an option set to 0 */
+		double limit;
+	} rows[] = {
+		{ "never", "never", NULL, 0.5 },
+		{ "nohuge", "nohuge", NULL, 0.5 },
+		{ "system", "system", NULL, 0.5 },
+		{ "huge", "huge", NULL, 1.0 },
+		{ "huge, no agent", "huge", "--collapse-interval", 1.0 },
+	};
+	const char *thpctl = getenv("THP_BENCH_THPCTL") ? getenv("THP_BENCH_THPCTL")
+						       : THP_BENCH_THPCTL;
+
+	printf("\n## 8. thpctl run --policy P -- /bin/true vs env /bin/true, %d interleaved pairs\n\n",
+	       RUN_REPS);
+	printf("CPU time (user + system) of the child and its reaped children from wait4(), exec of\n"
+	       "/bin/true and, for huge, the preload's load (and the collapse agent, run as root)\n"
+	       "included; overhead = thpctl - env of the same pair.  thpctl: %s\n\n", thpctl);
+	printf("| policy         | thpctl med / min / max (ms)       | env med / min / max (ms)          | ratio                 | overhead med / min / max (ms) |\n");
+	printf("|----------------|-----------------------------------|-----------------------------------|-----------------------|-------------------------------|\n");
+	for (size_t p = 0; p < sizeof(rows) / sizeof(rows[0]); p++) {
+		char *lib_argv[] = { (char *)thpctl, (char *)"run", (char *)"--policy",
+				     (char *)rows[p].policy, (char *)"--", (char *)"/bin/true", NULL,
+				     NULL, NULL };
+		char *env_argv[] = { (char *)"/usr/bin/env", (char *)"/bin/true", NULL };
+		double lib[RUN_REPS], raw[RUN_REPS], diff[RUN_REPS];
+		char series[64], what[96];
+		struct compare cmp;
+		struct stat3 d;
+
+		if (rows[p].extra) {
+			/* "@extra 0" goes before "--": the command moves two places. */
+			lib_argv[7] = lib_argv[5];
+			lib_argv[6] = lib_argv[4];
+			lib_argv[4] = (char *)rows[p].extra;
+			lib_argv[5] = (char *)"0";
+		}
+		for (int rep = -2; rep < RUN_REPS; rep++) {
+			double tl, te;
+
+			if (rep & 1) {
+				te = child_cpu_ns(env_argv);
+				tl = child_cpu_ns(lib_argv);
+			} else {
+				tl = child_cpu_ns(lib_argv);
+				te = child_cpu_ns(env_argv);
+			}
+			if (rep >= 0) {
+				lib[rep] = tl;
+				raw[rep] = te;
+				diff[rep] = tl - te;
+			}
+		}
+		cmp = compare(lib, raw, RUN_REPS);
+		d = stats(diff, RUN_REPS);
+		snprintf(series, sizeof(series), "thpctl run --policy %s vs env", rows[p].label);
+		printf("| %-14s |", rows[p].label);
+		print_compare(&cmp, 1e6, "run", series, 1, "ms");
+		printf(" %8.3f / %8.3f / %8.3f  |\n", d.med / 1e6, d.min / 1e6, d.max / 1e6);
+		snprintf(what, sizeof(what), "thpctl run --policy %s, CPU over env", rows[p].label);
+		note_target(what, d.med / 1e6, rows[p].limit, " ms");
+	}
+}
+
+/* ---------------------------------------------------------------- main */
+
 int main(int argc, char **argv)
 {
-	bool want[5] = { false, false, false, false, false };
-	static const char *const names[5] = { "apply", "all", "vma", "effect", "default" };
+	static const char *const names[] = { "apply", "all", "vma", "effect", "default", "query",
+					     "run" };
+	enum { NR_SECTIONS = sizeof(names) / sizeof(names[0]) };
+	bool want[NR_SECTIONS] = { false };
 	struct thp_probe_info info = { .sz = sizeof(info) };
 
 	bool any = false;
@@ -953,16 +1230,16 @@ int main(int argc, char **argv)
 				die(argv[i]);
 			continue;
 		}
-		for (int k = 0; k < 5; k++)
+		for (int k = 0; k < NR_SECTIONS; k++)
 			if (!strcmp(argv[i], names[k]))
 				want[k] = found = any = true;
 		if (!found) {
-			fprintf(stderr, "usage: %s [--json FILE] [apply] [all] [vma] [effect] [default]\n",
-				argv[0]);
+			fprintf(stderr, "usage: %s [--json FILE] [apply] [all] [vma] [effect] [default] "
+				"[query] [run]\n", argv[0]);
 			return 2;
 		}
 	}
-	for (int k = 0; k < 5 && !any; k++)
+	for (int k = 0; k < NR_SECTIONS && !any; k++)
 		want[k] = true;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (thp_probe(&info) == 0)
@@ -987,7 +1264,12 @@ int main(int argc, char **argv)
 		bench_effect();
 	if (want[4])
 		bench_default();
+	if (want[5])
+		bench_query();
+	if (want[6])
+		bench_run();
 	restore_map_count();
+	print_targets();
 	if (json_out) {
 		fprintf(json_out, "\n]}\n");
 		if (fclose(json_out))

@@ -11,6 +11,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,14 +22,48 @@
 
 #define IOV_BATCH 1024
 
+/*
+ * On LP64 a struct thp_range is a struct iovec (u64 addr, u64 len against
+ * void *, size_t): an array of page-multiple ranges goes to the kernel as
+ * it is, without being copied into a vector first.
+ */
+#define RANGES_ARE_IOVECS                                                            \
+	(sizeof(struct thp_range) == sizeof(struct iovec) &&                         \
+	 offsetof(struct thp_range, addr) == offsetof(struct iovec, iov_base) &&     \
+	 offsetof(struct thp_range, len) == offsetof(struct iovec, iov_len) &&       \
+	 sizeof(void *) == sizeof(uint64_t) && sizeof(size_t) == sizeof(uint64_t))
+_Static_assert(sizeof(void *) != 8 || RANGES_ARE_IOVECS,
+	       "struct thp_range must have struct iovec's layout on LP64");
+
 static const struct thp_backend_ops *const range_backends[] = {
 	&backend_pmadv_ops,
 	&backend_process_madvise_ops,
 	&backend_madvise_ops,
 };
 
-const struct thp_backend_ops *backend_select(unsigned int want, const struct thp_target *t,
-					     int advice, int *err)
+/*
+ * The AUTO choice for the calling process depends on the kernel and the
+ * advice alone: learnt once per advice (HUGE, NOHUGE, COLLAPSE), so a call
+ * does not pass over (and note why) the backends this kernel lacks again.
+ */
+static _Atomic(const struct thp_backend_ops *) self_auto_choice[3];
+
+static _Atomic(const struct thp_backend_ops *) *self_auto_slot(int advice)
+{
+	switch (advice) {
+	case THP_ADVICE_HUGE:
+		return &self_auto_choice[0];
+	case THP_ADVICE_NOHUGE:
+		return &self_auto_choice[1];
+	case THP_ADVICE_COLLAPSE:
+		return &self_auto_choice[2];
+	default:
+		return NULL;
+	}
+}
+
+static const struct thp_backend_ops *backend_search(unsigned int want, const struct thp_target *t,
+						    int advice, int *err)
 {
 	const struct thp_caps *c = caps_get();
 
@@ -54,6 +90,25 @@ const struct thp_backend_ops *backend_select(unsigned int want, const struct thp
 	report_set_detail("backend %u (%s) cannot apply ranges", want, thp_backend_name(want));
 	*err = want < THP_BACKEND_COUNT ? -EOPNOTSUPP : -EINVAL;
 	return NULL;
+}
+
+const struct thp_backend_ops *backend_select(unsigned int want, const struct thp_target *t,
+					     int advice, int *err)
+{
+	_Atomic(const struct thp_backend_ops *) *slot =
+		want == THP_BACKEND_AUTO && t->self ? self_auto_slot(advice) : NULL;
+	const struct thp_backend_ops *be;
+
+	*err = 0;
+	if (slot) {
+		be = atomic_load_explicit(slot, memory_order_relaxed);
+		if (be)
+			return be;
+	}
+	be = backend_search(want, t, advice, err);
+	if (slot && be)
+		atomic_store_explicit(slot, be, memory_order_relaxed);
+	return be;
 }
 
 /* Advise [start, start+len) strictly, resuming after short counts. */
@@ -327,16 +382,50 @@ static void report_init(struct thp_report *rep, const struct thp_range *r,
 	rep->backend = backend;
 }
 
+/* ranges[from, n) were not reached: their reports say so. */
+static void reports_not_attempted(const struct apply_ctx *ctx, const struct thp_range *ranges,
+				  size_t from, size_t n, struct thp_report *reports)
+{
+	for (size_t i = from; reports && i < n; i++)
+		report_init(&reports[i], &ranges[i], ctx->page_size, ctx->be->id);
+}
+
+/*
+ * Advise up to IOV_BATCH ranges from ranges[pos] + off (empty ranges are
+ * trivially done) through a vector on the stack; *m is how many entries.
+ * Not inlined: the happy path of the caller's own array does not pay for
+ * (nor probe the stack pages of) a 16 KiB frame.
+ */
+static __attribute__((noinline)) long apply_batch(const struct apply_ctx *ctx,
+						  const struct thp_range *ranges, size_t n,
+						  size_t pos, uint64_t off, size_t *m)
+{
+	struct iovec iov[IOV_BATCH];
+
+	*m = 0;
+	for (size_t i = pos; i < n && *m < IOV_BATCH; i++) {
+		uint64_t skip = i == pos ? off : 0;
+		uint64_t len = range_len(&ranges[i], ctx->page_size);
+
+		if (len == skip)
+			continue;
+		iov[*m].iov_base = (void *)(uintptr_t)(ranges[i].addr + skip);
+		iov[*m].iov_len = (size_t)(len - skip);
+		(*m)++;
+	}
+	return *m ? ctx->be->apply_vec(ctx->t, iov, *m, ctx->advice) : 0;
+}
+
+/*
+ * Each report is written once, when its range is done (or left
+ * untouched): a happy call makes one pass over them, after its one system
+ * call.
+ */
 int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, size_t n,
 		 struct thp_report *reports)
 {
-	struct iovec iov[IOV_BATCH];
 	size_t pos = 0, ok = 0;
 	uint64_t off = 0; /* bytes of ranges[pos] already advised */
-
-	if (reports)
-		for (size_t i = 0; i < n; i++)
-			report_init(&reports[i], &ranges[i], ctx->page_size, ctx->be->id);
 
 	while (pos < n) {
 		struct range_outcome o;
@@ -354,18 +443,14 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, si
 		if (ctx->advice == MADV_COLLAPSE)
 			goto detail;
 
-		/* Batch from ranges[pos] + off; empty ranges are trivially done. */
-		for (size_t i = pos; i < n && m < IOV_BATCH; i++) {
-			uint64_t skip = i == pos ? off : 0;
-
-			len = range_len(&ranges[i], ctx->page_size);
-			if (len == skip)
-				continue;
-			iov[m].iov_base = (void *)(uintptr_t)(ranges[i].addr + skip);
-			iov[m].iov_len = (size_t)(len - skip);
-			m++;
+		if (RANGES_ARE_IOVECS && ctx->ranges_are_iovecs && pos == 0 && off == 0) {
+			/* The caller's array is the vector (the layout is asserted above). */
+			m = n;
+			r = ctx->be->apply_vec(ctx->t, (const struct iovec *)(const void *)ranges, m,
+					       ctx->advice);
+		} else {
+			r = apply_batch(ctx, ranges, n, pos, off, &m);
 		}
-		r = m ? ctx->be->apply_vec(ctx->t, iov, m, ctx->advice) : 0;
 
 		/*
 		 * Credit the bytes advised to ranges in order.  A short count
@@ -384,10 +469,14 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, si
 					break;
 				}
 				r -= (long)take;
-				if (reports) {
-					reports[pos].bytes_advised = len;
-					reports[pos].attempted = 1;
-				}
+				if (reports)
+					reports[pos] = (struct thp_report){
+						.addr = ranges[pos].addr,
+						.len = len,
+						.bytes_advised = len,
+						.backend = ctx->be->id,
+						.attempted = 1,
+					};
 				ok++;
 				pos++;
 				off = 0;
@@ -402,9 +491,12 @@ detail:
 		o.advised = off;
 		err = detail_range(ctx, ranges[pos].addr, ranges[pos].addr + off,
 				   ranges[pos].addr + len, &o);
-		if (err)
+		if (err) {
+			reports_not_attempted(ctx, ranges, pos, n, reports);
 			return err;
+		}
 		if (reports) {
+			report_init(&reports[pos], &ranges[pos], ctx->page_size, ctx->be->id);
 			reports[pos].bytes_advised = o.advised;
 			reports[pos].bytes_unmapped = o.unmapped;
 			reports[pos].fail_addr = o.error ? o.fail_addr : 0;
@@ -413,10 +505,12 @@ detail:
 		}
 		pos++;
 		off = 0;
-		if (!o.error)
+		if (!o.error) {
 			ok++;
-		else if (!(ctx->flags & THP_F_SKIP_ERRORS))
+		} else if (!(ctx->flags & THP_F_SKIP_ERRORS)) {
+			reports_not_attempted(ctx, ranges, pos, n, reports);
 			return -o.error;
+		}
 	}
 	return (int)ok;
 }
@@ -431,8 +525,10 @@ int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int a
 {
 	int err;
 
+	const struct thp_caps *c = caps_get();
+
 	/* Before 6.1 the kernel has no such advice: refuse it before any call. */
-	if (advice == THP_ADVICE_COLLAPSE && !caps_get()->madvise_collapse) {
+	if (advice == THP_ADVICE_COLLAPSE && !c->madvise_collapse) {
 		report_set_detail("MADV_COLLAPSE needs Linux 6.1; this kernel does not have it");
 		return -EOPNOTSUPP;
 	}
@@ -450,8 +546,8 @@ int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int a
 	ctx->t = t;
 	ctx->advice = advice;
 	ctx->flags = flags;
-	ctx->page_size = caps_get()->page_size;
-	ctx->pmd_size = caps_get()->pmd_size ? caps_get()->pmd_size : 2u << 20;
+	ctx->page_size = c->page_size;
+	ctx->pmd_size = c->pmd_size ? c->pmd_size : 2u << 20;
 	return 0;
 }
 
@@ -462,6 +558,7 @@ THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
 {
 	struct thp_target t;
 	struct apply_ctx ctx;
+	bool as_vector = false;
 	int err;
 
 	report_clear_detail();
@@ -471,12 +568,13 @@ THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
 	if (!err)
 		err = validate_advice(opts->advice);
 	if (!err)
-		err = validate_ranges(ranges, nr_ranges, caps_get()->page_size);
+		err = validate_ranges(ranges, nr_ranges, caps_get()->page_size, &as_vector);
 	if (!err)
 		err = apply_ctx_open(&ctx, &t, opts->pidfd, opts->advice, opts->flags,
 				     opts->backend);
 	if (err)
 		return ret_errno(err);
+	ctx.ranges_are_iovecs = as_vector;
 
 	opts->backend_used = ctx.be->id;
 	err = apply_engine(&ctx, ranges, nr_ranges, opts->reports);

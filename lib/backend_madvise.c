@@ -19,15 +19,16 @@ static int madvise_can_apply(const struct thp_caps *c, const struct thp_target *
 static long madvise_apply_vec(const struct thp_target *t, const struct iovec *iov,
 			      size_t n, int advice)
 {
+	const iovec_alias *v = (const iovec_alias *)iov;
 	long done = 0;
 
 	(void)t;
 	for (size_t i = 0; i < n; i++) {
-		long r = sys_madvise((unsigned long)iov[i].iov_base, iov[i].iov_len, advice);
+		long r = sys_madvise((unsigned long)v[i].iov_base, v[i].iov_len, advice);
 
 		if (r < 0)
 			return done ? done : r;
-		done += (long)iov[i].iov_len;
+		done += (long)v[i].iov_len;
 	}
 	return done;
 }

@@ -40,6 +40,7 @@ int process_madvise_check(const struct thp_caps *c, const struct thp_target *t, 
 long process_madvise_vec(const struct thp_target *t, const struct iovec *iov,
 			 size_t n, int advice)
 {
+	const iovec_alias *v = (const iovec_alias *)iov;
 	long done = 0;
 
 	/* The kernel takes at most IOV_MAX entries per call. */
@@ -49,7 +50,7 @@ long process_madvise_vec(const struct thp_target *t, const struct iovec *iov,
 		long r;
 
 		for (size_t i = 0; i < m; i++)
-			want += iov[i].iov_len;
+			want += v[i].iov_len;
 		r = sys_process_madvise(t->pidfd, iov, m, advice, 0);
 		if (r < 0)
 			return done ? done : r;
@@ -57,6 +58,7 @@ long process_madvise_vec(const struct thp_target *t, const struct iovec *iov,
 		if ((size_t)r != want)
 			return done; /* short: failure or MAX_RW_COUNT; caller continues */
 		iov += m;
+		v += m;
 		n -= m;
 	}
 	return done;

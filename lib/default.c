@@ -13,6 +13,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,12 +139,57 @@ static int fresh_mapping_advice(bool *huge, bool *nohuge)
 }
 
 /*
+ * A run of mappings none of which is advised the other way, to be advised
+ * in one call: [start, end) with the holes between them (madvise() says
+ * ENOMEM for a hole and advises every mapping all the same); @fresh of
+ * them are not advised this way yet.
+ */
+struct advise_span {
+	uint64_t start, end;
+	uint64_t fresh;
+};
+
+/*
+ * One madvise() for the span; if some mapping in it refuses the advice
+ * (madvise() stops there), each mapping of the span on its own, as found
+ * by the VMA walk.  Returns the mappings changed.
+ */
+static uint64_t advise_span(const struct thp_target *self, struct advise_span *sp, int advice)
+{
+	struct thp_vma_walk w;
+	struct thp_vma v;
+	uint64_t ok = 0, fresh = sp->fresh;
+	long r;
+
+	sp->fresh = 0;
+	if (!fresh)
+		return 0;
+	r = sys_madvise(sp->start, sp->end - sp->start, advice);
+	if (r == 0 || r == -ENOMEM)
+		return fresh;
+	/* Special mappings (vdso, vvar) may refuse: not our business, the rest goes on. */
+	if (vma_walk_open(&w, self, false))
+		return 0;
+	for (uint64_t at = sp->start; at < sp->end && vma_walk_next(&w, at, &v) == 1 &&
+				      v.start < sp->end;
+	     at = v.end)
+		ok += sys_madvise(v.start, v.end - v.start, advice) == 0;
+	vma_walk_close(&w);
+	return ok < fresh ? ok : fresh;
+}
+
+/*
  * Advise existing mappings not explicitly advised the other way, as both
- * RFCs do: one pass over smaps (the VmFlags tell), advising as it goes.  A
- * mapping that merges with a neighbour shows up again already advised.
+ * RFCs do: one pass over smaps (the VmFlags tell), and one madvise() for
+ * each run of mappings between two advised the other way (at 60,000
+ * mappings, one call per mapping cost more than the smaps read).  A mapping
+ * another thread advises the other way while the pass goes on, inside a
+ * run already read, gets this advice: as when it comes just after the
+ * call.
  */
 static int advise_existing(int advice, uint64_t *changed)
 {
+	struct advise_span sp = { 0, 0, 0 };
 	struct thp_mapping_state st;
 	struct smaps_reader sr;
 	struct thp_target self;
@@ -162,13 +208,21 @@ static int advise_existing(int advice, uint64_t *changed)
 		bool opposite = advice == MADV_HUGEPAGE ? st.advised_nohuge : st.advised_huge;
 		bool already = advice == MADV_HUGEPAGE ? st.advised_huge : st.advised_nohuge;
 
-		if (opposite || already || st.start >= 0x800000000000ULL)
+		/* The vsyscall page (kernel half) ends every run too. */
+		if (opposite || st.start >= 0x800000000000ULL) {
+			*changed += advise_span(&self, &sp, advice);
 			continue;
-		/* Special mappings (vdso, vvar) may refuse: not our business. */
-		if (sys_madvise(st.start, st.end - st.start, advice) == 0)
-			(*changed)++;
+		}
+		if (!sp.fresh)
+			sp.start = st.start;
+		if (!already || sp.fresh) {
+			sp.end = st.end;
+			sp.fresh += !already;
+		}
 	}
 	line_reader_close(&sr.lr);
+	if (r == 0)
+		*changed += advise_span(&self, &sp, advice);
 	target_close(&self);
 	return r;
 }
@@ -354,6 +408,35 @@ static int preload_object_cb(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /*
+ * Objects loaded plus objects unloaded so far (dl_iterate_phdr() counts
+ * both), or 0 if this libc does not say: grows with every change of the
+ * set of loaded objects.
+ */
+static int loader_generation_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs))
+		*(unsigned long long *)arg = info->dlpi_adds + info->dlpi_subs;
+	return 1; /* the first object tells */
+}
+
+static unsigned long long loader_generation(void)
+{
+	unsigned long long gen = 0;
+
+	dl_iterate_phdr(loader_generation_cb, &gen);
+	return gen;
+}
+
+/*
+ * The loader generation at which the calling process was last seen
+ * without the preload.  Only loading an object can bring one, so the
+ * answer stands until the generation changes: a dlsym() that fails costs
+ * more than the prctl thp_get_default() is compared with (it formats an
+ * error message).
+ */
+static _Atomic unsigned long long no_preload_generation;
+
+/*
  * Is libthp-preload.so (thpctl run --policy huge) loaded in the target and
  * switched on?  1, 0, or -errno.  In the calling process its control entry
  * answers (the dynamic loader's list, for a preload without one).  Another
@@ -372,11 +455,18 @@ static int preload_active(const struct thp_target *t)
 	int r;
 
 	if (t->self) {
-		preload_control_fn ctl = preload_control();
+		unsigned long long gen = loader_generation();
+		preload_control_fn ctl;
 
+		if (gen && gen == atomic_load_explicit(&no_preload_generation, memory_order_relaxed))
+			return 0;
+		ctl = preload_control();
 		if (ctl)
 			return ctl(THP_PRELOAD_QUERY) > 0;
-		return dl_iterate_phdr(preload_object_cb, NULL) ? 1 : 0;
+		if (dl_iterate_phdr(preload_object_cb, NULL))
+			return 1;
+		atomic_store_explicit(&no_preload_generation, gen, memory_order_relaxed);
+		return 0;
 	}
 	r = line_reader_open_proc(&lr, t, "maps");
 	if (r)
@@ -816,7 +906,7 @@ static int get_default_locked(struct thp_default_opts *o)
 {
 	const struct thp_caps *c;
 	struct thp_target t;
-	bool huge = false, nohuge = false;
+	bool huge = false, nohuge = false, declared;
 	int set, get, err;
 	long r;
 
@@ -847,7 +937,8 @@ static int get_default_locked(struct thp_default_opts *o)
 		o->backend_used = THP_BACKEND_PRCTL_DISABLE;
 		goto out;
 	}
-	if (rfc_prctl_numbers(o, &set, &get)) {
+	declared = rfc_prctl_numbers(o, &set, &get);
+	if (declared) {
 		r = rfc_prctl_handshake(get);
 		if (r == RFC_PR_THP_POLICY_DEFAULT_HUGE || r == RFC_PR_THP_POLICY_DEFAULT_NOHUGE) {
 			o->policy = r == RFC_PR_THP_POLICY_DEFAULT_HUGE ? THP_POLICY_HUGE
@@ -856,7 +947,14 @@ static int get_default_locked(struct thp_default_opts *o)
 			goto out;
 		}
 	}
-	err = fresh_mapping_advice(&huge, &nohuge);
+	/*
+	 * A fresh mapping shows mm->def_flags, where only the RFC mechanisms
+	 * put advice (PR_SET_THP_DISABLE's is read above).  Without PMADV
+	 * probed or the prctl declared nothing can have set it: skip the probe
+	 * mapping and its smaps read (20 times the prctl).
+	 */
+	if (c->pmadv_set_default || declared || rfc_prctl_policy >= 0)
+		err = fresh_mapping_advice(&huge, &nohuge);
 	if (err)
 		goto out;
 	if (huge || nohuge) {

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -98,7 +99,13 @@ int target_thp_disabled(const struct thp_target *t);
 int validate_advice(int advice);
 /* Flags within @allowed and a known backend id.  0 or -EINVAL. */
 int validate_flags_backend(uint32_t flags, uint32_t allowed, uint32_t backend);
-int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size);
+/*
+ * 0 or -EINVAL.  *as_vector: every length is a non-zero multiple of the
+ * page size, so the array itself can be the system call's vector
+ * (apply_ctx.ranges_are_iovecs).
+ */
+int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size,
+		    bool *as_vector);
 /* Page-rounded length of a validated range.  Inline: the engine takes it per range. */
 static inline uint64_t range_len(const struct thp_range *r, size_t page_size)
 {
@@ -128,6 +135,16 @@ struct thp_backend_ops {
 	 */
 	int (*apply_entire)(const struct thp_target *t, int advice);
 };
+
+/*
+ * The engine may pass a caller's struct thp_range array as the vector
+ * (same layout on LP64, asserted in apply.c): backends read the vector in
+ * C through this copy of struct iovec, which may alias it.
+ */
+typedef struct __attribute__((may_alias)) {
+	void *iov_base;
+	size_t iov_len;
+} iovec_alias;
 
 /* Shared by the two process_madvise() backends. */
 int process_madvise_check(const struct thp_caps *c, const struct thp_target *t, int advice);
@@ -176,7 +193,19 @@ int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
  * its process is exiting).  A line longer than the buffer is cut: its first
  * sizeof(buf) bytes are handed out and the rest is skipped.
  */
-int line_reader_next(struct line_reader *lr, const char **line, size_t *len);
+int line_reader_next_slow(struct line_reader *lr, const char **line, size_t *len);
+/* Inline for a line whole in the buffer: smaps has some 24 lines an entry. */
+static inline int line_reader_next(struct line_reader *lr, const char **line, size_t *len)
+{
+	char *nl = lr->skip_rest ? NULL : memchr(lr->buf + lr->pos, '\n', lr->len - lr->pos);
+
+	if (!nl)
+		return line_reader_next_slow(lr, line, len);
+	*line = lr->buf + lr->pos;
+	*len = (size_t)(nl - *line);
+	lr->pos += *len + 1;
+	return 1;
+}
 /* Close the file (a reader that failed to open holds none). */
 void line_reader_close(struct line_reader *lr);
 
@@ -275,6 +304,8 @@ struct apply_ctx {
 	 */
 	const struct thp_vma *layout;
 	size_t nr_layout;
+	/* validate_ranges() found the ranges usable as the vector itself. */
+	bool ranges_are_iovecs;
 };
 
 /* Open @pidfd's target and pick its backend into @ctx; 0 or -errno (nothing open). */

@@ -24,6 +24,8 @@
 
 static struct thp_caps caps;
 static pthread_once_t caps_once = PTHREAD_ONCE_INIT;
+/* Set (release) once caps is complete: every call after the first skips pthread_once(). */
+static atomic_bool caps_ready;
 static pthread_once_t prctl_once = PTHREAD_ONCE_INIT;
 static _Atomic signed char procmap_query_state = -1; /* caps_procmap_query() */
 
@@ -161,12 +163,14 @@ static void caps_init(void)
 	caps.madvise_collapse = sys_madvise((uintptr_t)&caps & ~(caps.page_size - 1), 0,
 					    MADV_COLLAPSE) == 0;
 	caps.status_thp_enabled = probe_status_thp_enabled();
+	atomic_store_explicit(&caps_ready, true, memory_order_release);
 	errno = saved;
 }
 
 const struct thp_caps *caps_get(void)
 {
-	pthread_once(&caps_once, caps_init);
+	if (__builtin_expect(!atomic_load_explicit(&caps_ready, memory_order_acquire), 0))
+		pthread_once(&caps_once, caps_init);
 	return &caps;
 }
 

@@ -7,32 +7,33 @@
 #include "internal.h"
 #include "syscall.h"
 
-static bool has_prefix(const char *line, size_t len, const char *p)
-{
-	size_t pl = strlen(p);
+/* Does @line start with the string literal @lit? */
+#define HAS_PREFIX(line, len, lit) ((len) >= sizeof(lit) - 1 && !memcmp((line), (lit), sizeof(lit) - 1))
 
-	return len >= pl && !memcmp(line, p, pl);
-}
-
+/* "Name:   1234 kB" from @skip on, in bytes; digits read in place. */
 static uint64_t kb_field(const char *line, size_t len, size_t skip)
 {
-	char tmp[32];
-	size_t n = len - skip < sizeof(tmp) - 1 ? len - skip : sizeof(tmp) - 1;
+	uint64_t v = 0;
+	size_t i = skip;
 
-	memcpy(tmp, line + skip, n);
-	tmp[n] = 0;
-	return strtoull(tmp, NULL, 10) * 1024;
+	while (i < len && line[i] == ' ')
+		i++;
+	for (; i < len && line[i] >= '0' && line[i] <= '9' && v < UINT64_MAX / 10240; i++)
+		v = v * 10 + (uint64_t)(line[i] - '0');
+	return v * 1024;
 }
 
 /* Header: "start-end perms offset dev inode   name". */
-static void parse_header(const char *line, size_t len, struct thp_mapping_state *m,
-			 struct smaps_extra *x)
+/* The rest of a header whose range [start, end) maps_parse_line() has read. */
+static void parse_header(const char *line, size_t len, uint64_t start, uint64_t end,
+			 struct thp_mapping_state *m, struct smaps_extra *x)
 {
 	size_t field = 0, i = 0;
 
 	memset(m, 0, sizeof(*m));
 	memset(x, 0, sizeof(*x));
-	maps_parse_line(line, len, &m->start, &m->end);
+	m->start = start;
+	m->end = end;
 	while (i < len && field < 5) {
 		while (i < len && line[i] != ' ')
 			i++;
@@ -123,6 +124,36 @@ int smaps_next_x(struct smaps_reader *sr, struct thp_mapping_state *m, struct sm
 			sr->have = false;
 			return 1;
 		}
+		/*
+		 * About 24 lines an entry, and only six matter: dispatch on
+		 * the first byte.  Field names start upper case; a header
+		 * starts with a lower-case hex digit.
+		 */
+		switch (len ? line[0] : 0) {
+		case 'A':
+			if (sr->have && HAS_PREFIX(line, len, "AnonHugePages:"))
+				sr->cur.anon_huge_bytes = kb_field(line, len, 14);
+			else if (sr->have && HAS_PREFIX(line, len, "Anonymous:"))
+				sr->cur_x.anon_bytes = kb_field(line, len, 10);
+			continue;
+		case 'R':
+			if (sr->have && HAS_PREFIX(line, len, "Rss:"))
+				sr->cur.rss_bytes = kb_field(line, len, 4);
+			continue;
+		case 'T':
+			if (sr->have && HAS_PREFIX(line, len, "THPeligible:"))
+				sr->cur.thp_eligible = kb_field(line, len, 12) != 0;
+			continue;
+		case 'V':
+			if (sr->have && HAS_PREFIX(line, len, "VmFlags:"))
+				parse_vmflags(line, len, &sr->cur, &sr->cur_x);
+			continue;
+		case '0' ... '9':
+		case 'a' ... 'f':
+			break;
+		default:
+			continue;
+		}
 		if (maps_parse_line(line, len, &s, &e) == 0) {
 			bool had = sr->have;
 
@@ -131,22 +162,10 @@ int smaps_next_x(struct smaps_reader *sr, struct thp_mapping_state *m, struct sm
 				if (x)
 					*x = sr->cur_x;
 			}
-			parse_header(line, len, &sr->cur, &sr->cur_x);
+			parse_header(line, len, s, e, &sr->cur, &sr->cur_x);
 			sr->have = true;
 			if (had)
 				return 1;
-		} else if (!sr->have) {
-			continue;
-		} else if (has_prefix(line, len, "AnonHugePages:")) {
-			sr->cur.anon_huge_bytes = kb_field(line, len, 14);
-		} else if (has_prefix(line, len, "Anonymous:")) {
-			sr->cur_x.anon_bytes = kb_field(line, len, 10);
-		} else if (has_prefix(line, len, "Rss:")) {
-			sr->cur.rss_bytes = kb_field(line, len, 4);
-		} else if (has_prefix(line, len, "THPeligible:")) {
-			sr->cur.thp_eligible = kb_field(line, len, 12) != 0;
-		} else if (has_prefix(line, len, "VmFlags:")) {
-			parse_vmflags(line, len, &sr->cur, &sr->cur_x);
 		}
 	}
 }

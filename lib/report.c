@@ -17,9 +17,16 @@
  * pending detail the one thp_strerror_detail() shows when the call fails,
  * and clears both when it succeeds, so a success after a fallback says "".
  * Each points at constant text (most details) or at detail_buf.
+ *
+ * Every call writes the two pointers: initial-exec TLS makes that a plain
+ * store instead of a __tls_get_addr() call.  They take 16 bytes of the
+ * static TLS surplus glibc keeps for dlopen()ed libraries (the Python
+ * binding dlopen()s libthp); the buffer, only written when a call fails
+ * with a formatted detail, stays dynamic so the surplus is not spent on it.
  */
-static __thread const char *pending_detail;
-static __thread const char *last_detail;
+#define TLS_INITIAL_EXEC __attribute__((tls_model("initial-exec")))
+static __thread const char *pending_detail TLS_INITIAL_EXEC;
+static __thread const char *last_detail TLS_INITIAL_EXEC;
 static __thread char detail_buf[256];
 
 void report_set_detail(const char *fmt, ...)

@@ -20,15 +20,39 @@
 		r_;                                                        \
 	})
 
+/*
+ * The two calls of thp_apply_ranges()'s happy path.  On x86-64 they go to
+ * the kernel directly, which returns -errno itself: no errno to save and
+ * restore around libc's syscall() (two __errno_location() calls a call).
+ */
+#if defined(__x86_64__)
+static inline long raw_syscall5(long nr, long a1, long a2, long a3, long a4, long a5)
+{
+	register long r10 __asm__("r10") = a4;
+	register long r8 __asm__("r8") = a5;
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#define FAST_SYSCALL5(nr, a1, a2, a3, a4, a5)                                       \
+	raw_syscall5((nr), (long)(a1), (long)(a2), (long)(a3), (long)(a4), (long)(a5))
+#else
+#define FAST_SYSCALL5(nr, a1, a2, a3, a4, a5) SYSRET(syscall((nr), a1, a2, a3, a4, a5))
+#endif
+
 long sys_madvise(unsigned long addr, size_t len, int advice)
 {
-	return SYSRET(syscall(SYS_madvise, addr, len, advice));
+	return FAST_SYSCALL5(SYS_madvise, addr, len, advice, 0, 0);
 }
 
 long sys_process_madvise(int pidfd, const struct iovec *iov, size_t n,
 			 int advice, unsigned int flags)
 {
-	return SYSRET(syscall(__NR_process_madvise, pidfd, iov, n, advice, flags));
+	return FAST_SYSCALL5(__NR_process_madvise, pidfd, iov, n, advice, flags);
 }
 
 long sys_prctl(int option, unsigned long a2, unsigned long a3,

@@ -21,8 +21,11 @@ int validate_advice(int advice)
 	}
 }
 
-int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size)
+int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size,
+		    bool *as_vector)
 {
+	uint64_t lens = 0; /* every length OR-ed: tells about all at once */
+
 	if (n > THP_MAX_RANGES) {
 		report_set_detail("%zu ranges: at most %u per call", n, THP_MAX_RANGES);
 		return -EINVAL;
@@ -34,6 +37,10 @@ int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size)
 	for (size_t i = 0; i < n; i++) {
 		const struct thp_range *r = &ranges[i];
 		uint64_t len;
+
+		lens |= r->len;
+		if (!r->len)
+			lens |= 1; /* an empty entry: not as the vector */
 
 		if (r->addr & (page_size - 1)) {
 			report_set_detail("range %zu: address 0x%llx is not page aligned", i,
@@ -52,6 +59,7 @@ int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size)
 			return -EINVAL;
 		}
 	}
+	*as_vector = n && !(lens & (page_size - 1));
 	return 0;
 }
 

@@ -101,7 +101,7 @@ static int check_eof(struct line_reader *lr)
 	return 0;
 }
 
-int line_reader_next(struct line_reader *lr, const char **line, size_t *len)
+int line_reader_next_slow(struct line_reader *lr, const char **line, size_t *len)
 {
 	for (;;) {
 		char *nl;
