@@ -476,7 +476,7 @@ static void do_apply_ranges(struct in *in, uint8_t szsel, uint8_t tail, int pidf
 	} u;
 	size_t sz = pick_size(szsel, sizeof(u.o)), nr;
 	uint8_t flags_sel, backend, nsel;
-	bool null_ranges, with_reports;
+	bool null_ranges, with_reports, as_vector;
 	int advice, r;
 
 	memset(&u, 0, sizeof(u));
@@ -500,7 +500,7 @@ static void do_apply_ranges(struct in *in, uint8_t szsel, uint8_t tail, int pidf
 	memset(reports, 0, sizeof(reports));
 
 	if (is_self(pidfd) && beyond_reservation(ranges, nr) > COSTLY_BYTES &&
-	    !null_ranges && validate_ranges(ranges, nr, page) == 0 &&
+	    !null_ranges && validate_ranges(ranges, nr, page, &as_vector) == 0 &&
 	    !surely_refused(sz, sizeof(u.o), tail, u.o.flags, u.o.backend, advice) &&
 	    !sampled(&apply_ranges_self_asked))
 		return;
