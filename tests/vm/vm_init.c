@@ -754,7 +754,7 @@ static void check_skip_normalisation(void)
 	/* Touch everything so that collapse has pages to work on. */
 	for (unsigned long off = 0; off < 3 * PMD; off += 4096)
 		((volatile char *)base)[off] = 1;
-	if (madvise((void *)rg[1].addr, PMD, MADV_NOHUGEPAGE))
+	if (madvise((void *)(uintptr_t)rg[1].addr, PMD, MADV_NOHUGEPAGE))
 		cfail(&c, "madvise(NOHUGEPAGE): %s", strerror(errno));
 	{
 		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_COLLAPSE,
