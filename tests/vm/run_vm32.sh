@@ -5,6 +5,7 @@
 # build happens here, not in the meson build, so that a build without
 # gcc-multilib works; .ci/deps installs it, and under CI=true a missing
 # -m32 toolchain is a failure, not a skip.
+# Environment: THP_WARNING_ARGS, the warning flags.
 # usage: run_vm32.sh OUT_DIR SRC_ROOT CONFIG_DIR IMAGE FLAVOUR KERNELS_DIR LABEL CC [CC_ARGS...]
 set -u
 out=$1 src=$2 config_dir=$3 image=$4 flavour=$5 kdir=$6 label=$7
@@ -24,11 +25,11 @@ if ! echo 'int main(void) { return 0; }' |
 	skip "no -m32 static toolchain (apt install gcc-multilib libc6-dev-i386)"
 fi
 
-# The library's own warning flags (meson.build), -Werror: the 32-bit build
-# is held to the same standard.
-cflags=(-m32 -std=gnu11 -O2 -Wall -Wextra -Werror -Wshadow -Wpointer-arith
-	-Wmissing-prototypes -Wstrict-prototypes -Wformat=2 -Wvla -Wundef
-	-D_FILE_OFFSET_BITS=64 -I"$src/include" -I"$config_dir")
+# The library's own warning flags (THP_WARNING_ARGS from meson.build): the
+# 32-bit build is held to the same standard.
+read -r -a warnings <<<"${THP_WARNING_ARGS:--Wall -Wextra -Werror}"
+cflags=(-m32 -std=gnu11 -O2 "${warnings[@]}" -D_FILE_OFFSET_BITS=64
+	-I"$src/include" -I"$config_dir")
 objs=()
 for f in "$src"/lib/*.c; do
 	o=$out/obj/$(basename "$f" .c).o
