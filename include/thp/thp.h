@@ -39,6 +39,7 @@ extern "C" {
  * the pointer (@p name) and a uint64_t (@p name ## _u64).  On 32-bit
  * targets the pointer is 4 of those bytes and the library ignores the other
  * 4 (THP_OPTS() zeroes them).
+ * Anonymous unions need C11 (or C++); the header is C11.
  */
 #define THP_PTR64(type, name) \
 	union {                 \
