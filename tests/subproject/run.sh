@@ -15,7 +15,8 @@ cp -r "$src/tests/subproject/consumer" "$tmp/consumer" || exit 1
 mkdir "$tmp/consumer/subprojects" && ln -s "$src" "$tmp/consumer/subprojects/libthp" || exit 1
 cd "$tmp/consumer" || exit 1
 # Force the fallback even where an installed libthp.pc exists.
-meson setup build --force-fallback-for=libthp -Ddefault_library=shared \
+# libthp's own default is both libraries: a parent chooses per subproject.
+meson setup build --force-fallback-for=libthp -Dlibthp:default_library=shared \
 	-Dprefix=/usr >setup.log 2>&1 || { cat setup.log; fail "meson setup"; }
 grep -E 'Subproject libthp|Dependency libthp' setup.log
 meson compile -C build >compile.log 2>&1 || { tail -n 40 compile.log; fail "meson compile"; }
@@ -29,6 +30,6 @@ meson install -C build --destdir "$tmp/dest" --no-rebuild >install.log 2>&1 ||
 	{ cat install.log; fail "meson install"; }
 find "$tmp/dest" -name 'libthp.so.0*' | grep -q . || fail "libthp.so.0 not installed"
 if find "$tmp/dest" -name 'libthp.a' | grep -q .; then
-	fail "default_library=shared installed libthp.a"
+	fail "libthp:default_library=shared installed libthp.a"
 fi
 echo "subproject: OK (one test; libthp.so installed, no libthp.a)"
