@@ -14,6 +14,27 @@
  * - a sentinel mapping outside the area never gets hg / nh in VmFlags from
  *   anything but thp_apply_all() (checked every 100 inputs, via smaps).
  *
+ * Cost: the target runs in-process for every input (libFuzzer's persistent
+ * mode; nothing forks).  The area and the sentinel are built once, at a low
+ * address below the sanitizers' shadow memory, so that thp_query() and the
+ * sentinel check, which read smaps from the bottom of the address space,
+ * stop after a handful of entries instead of walking the shadow's page
+ * tables; the area is rebuilt every RESET_EVERY inputs, which undoes the
+ * VMA splits and advice that inputs accumulate.  The checksum loop is kept
+ * out of the coverage instrumentation (no branch in it is of interest).
+ * Requests on this process can cost in proportion to the sanitizer shadow
+ * memory: thp_apply_all() advises it (16 TiB; mainline process_madvise()
+ * takes 2 GiB per call: ~10^4 calls, ~40 ms), so do thp_apply_ranges() with
+ * more than COSTLY_BYTES outside the low reservation, and a thp_query() that
+ * reaches above it reads its smaps (page-table walks, ~2 ms).  Each such
+ * request is made on the first and then every COSTLY_SELF_EVERY-th input
+ * asking for one of its kind (after the input is read, so the rest parses
+ * the same); on other targets, within the low area, and when the library
+ * must refuse it before any system call, always.  Data loss is
+ * checked after every call on the first and last word of every pattern page
+ * (memory is lost a page at a time), and over every byte every
+ * SENTINEL_EVERY inputs.
+ *
  * Input layout (missing bytes read as zero):
  *   u8 ops (bit0 apply_ranges, bit1 apply_all, bit2 query)
  *   u8 size selector, u8 tail selector, u8 target, u32 flags, u8 advice
@@ -31,6 +52,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "internal.h" /* validate_ranges() */
 #include "thp/thp.h"
 
 #define MIB (1024UL * 1024UL)
@@ -42,13 +64,24 @@
 #define NOHUGE_PAT_LEN (512 * 1024UL)
 #define MAX_RANGES 16
 #define SENTINEL_EVERY 100
+#define RESET_EVERY 1000
+#define COSTLY_SELF_EVERY 64
+/* Range bytes outside the area that make a thp_apply_ranges() costly (32 calls). */
+#define COSTLY_BYTES (64ULL << 30)
+/* Below the x86-64 ASan low shadow (0x7fff8000) and above non-PIE binaries. */
+#define LOW_BASE 0x10000000UL
 
 static uint8_t *area;
 static uint8_t *sentinel;   /* middle page of three; the outer two are PROT_NONE */
 static size_t page;
 static uint64_t pat_sum;
+#define PAT_PAGES_MAX ((PAT_LEN + NOHUGE_PAT_LEN) / 4096)
+static uint64_t pat_edges[PAT_PAGES_MAX][2]; /* first and last word of each pattern page */
 static int self_pidfd = -1, null_fd = -1;
-static unsigned long iterations;
+static unsigned long iterations, apply_all_self_asked, query_self_asked,
+	apply_ranges_self_asked;
+/* The low reservation holding the area, its guards and the sentinel. */
+static uint8_t *reserve_start, *reserve_end;
 
 struct in {
 	const uint8_t *p;
@@ -82,17 +115,50 @@ static uint8_t pattern_byte(size_t i)
 	return (uint8_t)(i * 131 + 7 + (i >> 12));
 }
 
+/*
+ * Any lost (zeroed or replaced) word changes the sum: each word is
+ * multiplied by an odd constant, and its index is mixed in.  Written to
+ * vectorize, and kept out of the sanitizers' instrumentation: it reads
+ * 2.5 MiB per input and none of its branches is of interest.
+ */
+#if defined(__clang__)
+__attribute__((no_sanitize("coverage", "address")))
+#endif
+static uint64_t sum_words(const uint64_t *w, size_t n)
+{
+	uint64_t s = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s += (w[i] ^ (i * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+	return s;
+}
+
 static uint64_t checksum(void)
 {
-	const uint64_t *a = (const uint64_t *)area;
-	const uint64_t *b = (const uint64_t *)(area + NOHUGE_OFF);
-	uint64_t s = 0x9e3779b97f4a7c15ULL;
+	return sum_words((const uint64_t *)area, PAT_LEN / 8) * 3 +
+	       sum_words((const uint64_t *)(area + NOHUGE_OFF), NOHUGE_PAT_LEN / 8);
+}
 
-	for (size_t i = 0; i < PAT_LEN / 8; i++)
-		s = ((s << 7) | (s >> 57)) + (a[i] ^ i);
-	for (size_t i = 0; i < NOHUGE_PAT_LEN / 8; i++)
-		s = ((s << 7) | (s >> 57)) + (b[i] ^ i);
-	return s;
+/* The pattern's pages, in order: [0, PAT_LEN), then the NOHUGE part's. */
+static inline const uint64_t *pat_page(size_t i)
+{
+	size_t first = PAT_LEN / page;
+
+	return (const uint64_t *)(i < first ? area + i * page
+					    : area + NOHUGE_OFF + (i - first) * page);
+}
+
+static inline size_t pat_pages(void)
+{
+	return (PAT_LEN + NOHUGE_PAT_LEN) / page;
+}
+
+static void save_edges(void)
+{
+	for (size_t i = 0; i < pat_pages(); i++) {
+		pat_edges[i][0] = pat_page(i)[0];
+		pat_edges[i][1] = pat_page(i)[page / 8 - 1];
+	}
 }
 
 static void sentinel_map(void)
@@ -149,18 +215,36 @@ static int above_std_fds(int fd)
 	return moved;
 }
 
-static void setup(void)
+/*
+ * Reserve [start, start + len) PROT_NONE, low if possible (see the top of
+ * the file); anywhere if that part of the address space is taken.
+ */
+static uint8_t *reserve_low(size_t len)
 {
-	size_t total = AREA_SIZE + 2 * GUARD + 2 * MIB;
-	uint8_t *base, *s3;
-	uintptr_t a;
+	for (uintptr_t at = LOW_BASE; at < 0x70000000UL; at += 0x8000000UL) {
+		void *p = mmap((void *)at, len, PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+			       -1, 0);
 
-	page = (size_t)sysconf(_SC_PAGESIZE);
-	base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (base == MAP_FAILED)
-		fail("mmap reserve");
-	a = ((uintptr_t)base + GUARD + 2 * MIB - 1) & ~(uintptr_t)(2 * MIB - 1);
-	area = (uint8_t *)a;
+		if (p == (void *)at)
+			return p;
+		/* Kernels or emulators that take the flag as a hint only. */
+		if (p != MAP_FAILED)
+			munmap(p, len);
+	}
+	{
+		void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			       -1, 0);
+
+		if (p == MAP_FAILED)
+			fail("mmap reserve");
+		return p;
+	}
+}
+
+/* The 64 MiB area: pattern, NOHUGE part, touched pages and holes. */
+static void build_area(void)
+{
 	if (mmap(area, AREA_SIZE, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != area)
 		fail("mmap area");
@@ -177,11 +261,28 @@ static void setup(void)
 	    munmap(area + 40 * MIB + page, page) || munmap(area + AREA_SIZE - 3 * page, page))
 		fail("munmap holes");
 	pat_sum = checksum();
+	save_edges();
+}
 
-	s3 = mmap(NULL, 3 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (s3 == MAP_FAILED)
-		fail("mmap sentinel");
-	sentinel = s3 + page;
+static void setup(void)
+{
+	/* Guard, 2 MiB for alignment, area, guard, then the sentinel's 3 pages. */
+	size_t total, sentinel_off;
+	uint8_t *base;
+	uintptr_t a;
+
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	total = AREA_SIZE + 2 * GUARD + 2 * MIB + 3 * page;
+	base = reserve_low(total);
+	a = ((uintptr_t)base + GUARD + 2 * MIB - 1) & ~(uintptr_t)(2 * MIB - 1);
+	area = (uint8_t *)a;
+	build_area();
+
+	/* Past the guard: out of read_range()'s reach, its own VMA between PROT_NONE. */
+	reserve_start = base;
+	reserve_end = base + total;
+	sentinel_off = total - 2 * page;
+	sentinel = base + sentinel_off;
 	sentinel_map();
 	sentinel_check();
 
@@ -257,9 +358,33 @@ static void check_report(const struct thp_report *r)
 		fail("report: reserved words set");
 }
 
+/* The first pattern page whose edges changed, or pat_pages(). */
+#if defined(__clang__)
+__attribute__((no_sanitize("coverage", "address")))
+#endif
+static size_t changed_page(void)
+{
+	size_t i, n = pat_pages(), last = page / 8 - 1;
+
+	for (i = 0; i < n; i++) {
+		const uint64_t *w = pat_page(i);
+
+		if (w[0] != pat_edges[i][0] || w[last] != pat_edges[i][1])
+			break;
+	}
+	return i;
+}
+
 static void check_data(const char *what)
 {
-	if (checksum() != pat_sum) {
+	bool full = (iterations + 1) % SENTINEL_EVERY == 0;
+	size_t changed = changed_page();
+
+	if (changed != pat_pages()) {
+		fprintf(stderr, "after %s: pattern page %zu changed\n", what, changed);
+		fail("pattern page changed: data lost");
+	}
+	if (full && checksum() != pat_sum) {
 		fprintf(stderr, "after %s\n", what);
 		fail("pattern checksum changed: data lost");
 	}
@@ -287,11 +412,58 @@ static void read_range(struct in *in, struct thp_range *r)
 	/* Only the library may touch the sentinel: keep requests off it. */
 	{
 		uint64_t s = (uint64_t)(uintptr_t)sentinel;
-		uint64_t e = r->len > UINT64_MAX - r->addr ? UINT64_MAX : r->addr + r->len + page;
+		uint64_t e = r->len > UINT64_MAX - r->addr ? UINT64_MAX : r->addr + r->len;
+
+		/* Saturate: a range ending at the top page must not wrap e to 0. */
+		e = e > UINT64_MAX - page ? UINT64_MAX : e + page;
 
 		if (r->addr < s + page && e > s)
 			r->addr ^= 1ULL << 63;
 	}
+}
+
+static bool is_self(int pidfd)
+{
+	return pidfd == THP_SELF || pidfd == self_pidfd;
+}
+
+/* A costly request on this process: the first, then every COSTLY_SELF_EVERY-th. */
+static bool sampled(unsigned long *asked)
+{
+	return (*asked)++ % COSTLY_SELF_EVERY == 0;
+}
+
+/*
+ * Is a request with these options refused before any system call?  Then
+ * it is cheap and always made.  Only sure refusals count (a false "no"
+ * merely samples a cheap request).
+ */
+static bool surely_refused(size_t sz, size_t real, uint8_t tail, uint32_t flags,
+			   uint32_t backend, int advice)
+{
+	return (sz > real && (tail & 1)) ||
+	       (flags & ~(uint32_t)(THP_F_SKIP_ERRORS | THP_F_NO_ERROR_ON_UNMAPPED)) ||
+	       backend >= THP_BACKEND_COUNT || !thp_advice(advice);
+}
+
+/* Bytes of @ranges outside the low reservation (saturating). */
+static uint64_t beyond_reservation(const struct thp_range *ranges, size_t nr)
+{
+	uint64_t lo = (uint64_t)(uintptr_t)reserve_start;
+	uint64_t hi = (uint64_t)(uintptr_t)reserve_end, sum = 0;
+
+	for (size_t i = 0; i < nr; i++) {
+		uint64_t len = ranges[i].len, a = ranges[i].addr;
+		uint64_t e = len > UINT64_MAX - a ? UINT64_MAX : a + len;
+
+		if (a < lo)
+			sum += (e < lo ? e : lo) - a;
+		if (e > hi)
+			sum += e - (a > hi ? a : hi);
+		if (sum >= UINT64_MAX / 2)
+			return UINT64_MAX;
+	}
+	return sum;
 }
 
 static void do_apply_ranges(struct in *in, uint8_t szsel, uint8_t tail, int pidfd)
@@ -327,6 +499,11 @@ static void do_apply_ranges(struct in *in, uint8_t szsel, uint8_t tail, int pidf
 	put_tail(u.b, sizeof(u.o), sz, tail);
 	memset(reports, 0, sizeof(reports));
 
+	if (is_self(pidfd) && beyond_reservation(ranges, nr) > COSTLY_BYTES &&
+	    !null_ranges && validate_ranges(ranges, nr, page) == 0 &&
+	    !surely_refused(sz, sizeof(u.o), tail, u.o.flags, u.o.backend, advice) &&
+	    !sampled(&apply_ranges_self_asked))
+		return;
 	r = thp_apply_ranges(null_ranges ? NULL : ranges, nr, &u.o);
 	check_ret(r, -4095, (long)nr, "thp_apply_ranges");
 	if (r >= 0 && !(u.o.flags & THP_F_SKIP_ERRORS) && (size_t)r != nr)
@@ -362,7 +539,11 @@ static void do_apply_all(struct in *in, uint8_t szsel, uint8_t tail, int pidfd)
 	u.o.failures = (capsel & 0x80) ? NULL : failures;
 	put_tail(u.b, sizeof(u.o), sz, tail);
 	memset(failures, 0, sizeof(failures));
-
+	/* Skipped after the input is read: what follows parses the same. */
+	if (is_self(pidfd) && !(u.o.failures_cap && !u.o.failures) &&
+	    !surely_refused(sz, sizeof(u.o), tail, u.o.flags, u.o.backend, advice) &&
+	    !sampled(&apply_all_self_asked))
+		return;
 	r = thp_apply_all(&u.o);
 	/* It may legitimately advise the sentinel: give it a fresh mapping. */
 	if (thp_advice(advice))
@@ -414,6 +595,10 @@ static void do_query(struct in *in, uint8_t szsel, uint8_t tail, int pidfd)
 	u.o.states_cap = capsel % 9;
 	u.o.states = (capsel & 0x80) ? NULL : states;
 	put_tail(u.b, sizeof(u.o), sz, tail);
+	if (is_self(pidfd) && (!q.len || q.addr + q.len > (uint64_t)(uintptr_t)reserve_end ||
+			       q.addr + q.len < q.addr) &&
+	    !sampled(&query_self_asked))
+		return;
 
 	r = thp_query(&u.o);
 	check_ret(r, -4095, (long)u.o.states_cap, "thp_query");
@@ -449,7 +634,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		do_apply_all(&in, szsel, tail, pidfd);
 	if (ops & 4)
 		do_query(&in, szsel, tail, pidfd);
-	if (++iterations % SENTINEL_EVERY == 0)
+	/* The first input too: a regression seed run alone is checked. */
+	if (++iterations % SENTINEL_EVERY == 0 || iterations == 1)
 		sentinel_check();
+	if (iterations % RESET_EVERY == 0)
+		build_area();
 	return 0;
 }

@@ -65,6 +65,11 @@ write('requests', 'all_three',
       head(7) + ranges_part(0, NOHUGE, 0, [rel(4 * MB, MB)]) + bytes([1, NOHUGE, 0, 1]) +
       rel(0, 0) + bytes([4]))
 write('requests', 'empty', b'')
+# Regression: a range from below the sentinel to the top page, [0, 2^64 - 4096):
+# the target's guard computed its end + one page, which wrapped to 0, and let
+# the range advise the sentinel (found by the long run at input 124,400).
+write('requests', 'range_to_top_page',
+      head(1) + ranges_part(3, HUGE, 0, [raw(0, 0xfffffffffffff000)]))
 
 # parsers
 maps = [
@@ -105,3 +110,41 @@ smaps = [
 ]
 for i, m in enumerate(smaps):
     write('parsers', 'smaps%02d' % i, m)
+
+# thpctl_args: NUL-separated arguments, each tried as number, size, PID and
+# range (see fuzz_thpctl_args.c).
+thpctl_args = [
+    [b'0x1000-0x3000', b'4096-8193', b'0x200000+2M', b'0-4096'],
+    [b'0+0xFFFFFFFFFFFFFFF2', b'0-0xfffffffffffffff2', b'0+0xfffffffffffff001'],
+    [b'0xfffffffffffff000+0x1000', b'0xfffffffffffff000-0xffffffffffffffff',
+     b'0xffffffffffffe000-0xfffffffffffff000'],
+    [b'18446744073709551615', b'18446744073709551616', b'0x10000000000000000', b'0XAbC'],
+    [b'4K', b'2m', b'1G', b'3T', b'16777215T', b'16777216T', b'0x10M', b'0xB'],
+    [b'', b'-', b'+', b'0x', b'0x1000+', b'+4K', b'0x1000+K', b'0x1000+0K'],
+    [b'1', b'2147483647', b'2147483648', b'0', b'-1', b'+1', b' 1', b'1 '],
+    [b'0x1000+4KB', b'0x1000-8K', b'4K+4K', b'0x1000-0x2000-0x3000', b'0x1000+4K+4K', b'0x1000--0x2000'],
+    [b'0x10000+64K', b'0x11000+4K', b'0x1000+0xffffffffffffe000', b'0x1000+0xffffffffffffe001'],
+]
+for i, args in enumerate(thpctl_args):
+    write('thpctl_args', 'args%02d' % i, b'\0'.join(args))
+
+# preload_env: u8 mode, then old value, FIRST, LAST (NUL-separated); see
+# fuzz_preload_env.c.
+LD, HUGETLB, OURS, RUN_TUNABLES = 0, 1, 2, 3
+F, L, UNSET = 4, 8, 16
+pe = {
+    'ld_empty_add': (LD | F, b'', b'/usr/lib/libthp-preload.so', b''),
+    'ld_keep_others': (LD | F, b'/a/libx.so libthp-preload.so:/b/libthp-preload.so /c/liby.so',
+                       b'/usr/lib/libthp-preload.so', b''),
+    'ld_remove': (LD, b'::/x/libthp-preload.so  /y/notlibthp-preload.so:libthp-preload.so.1', b'', b''),
+    'ld_unset': (LD | F | UNSET, b'', b'/p/libthp-preload.so', b''),
+    'tun_replace': (RUN_TUNABLES, b'glibc.malloc.hugetlb=2:glibc.malloc.arena_max=1', b'', b''),
+    'tun_empty_value': (RUN_TUNABLES, b'glibc.malloc.hugetlb=:glibc.malloc.hugetlb', b'', b''),
+    'tun_drop_ours': (OURS, b'glibc.malloc.hugetlb=1:glibc.malloc.hugetlb=10::glibc.x=1', b'', b''),
+    'tun_drop_any': (HUGETLB | L, b'a=1:glibc.malloc.hugetlbx=1:xglibc.malloc.hugetlb=1',
+                     b'', b'glibc.malloc.hugetlb=1'),
+    'debug_one': (HUGETLB, b'1', b'', b''),
+    'separators_only': (LD | F | L, b' : : ', b'f', b'l'),
+}
+for name, (mode, old, first, last) in sorted(pe.items()):
+    write('preload_env', name, bytes([mode]) + b'\0'.join([old, first, last]))

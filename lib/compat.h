@@ -94,8 +94,12 @@ struct procmap_query {
 #define PROCMAP_QUERY_FILE_BACKED_VMA 0x20
 #endif
 
-/* PAGEMAP_SCAN (6.7), from <linux/fs.h>. */
+/* PAGEMAP_SCAN (6.7), from <linux/fs.h>: page categories of a range in one ioctl. */
 #ifndef PAGEMAP_SCAN
+#define PAGE_IS_PRESENT (1 << 3)
+#define PAGE_IS_SWAPPED (1 << 4)
+#define PAGE_IS_PFNZERO (1 << 5)
+#define PAGE_IS_HUGE (1 << 6)
 struct page_region {
 	__u64 start;
 	__u64 end;
@@ -116,8 +120,6 @@ struct pm_scan_arg {
 	__u64 return_mask;
 };
 #define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
-#define PAGE_IS_PRESENT (1 << 3)
-#define PAGE_IS_SWAPPED (1 << 4)
 #endif
 
 #endif /* THP_COMPAT_H */

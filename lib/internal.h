@@ -87,6 +87,11 @@ void target_close(struct thp_target *t);
 int target_need_pidfd(struct thp_target *t);
 /* -ESRCH if the target has exited (pidfd-based check, no pid reuse race). */
 int target_alive(const struct thp_target *t);
+/*
+ * 1 when THP is disabled for the whole process (PR_SET_THP_DISABLE, shown
+ * as "THP_enabled: 0" in /proc/PID/status), 0 if not or unknown, -errno.
+ */
+int target_thp_disabled(const struct thp_target *t);
 
 /* ---- validate.c: request checks done before any system call ---- */
 
@@ -180,9 +185,18 @@ void line_reader_close(struct line_reader *lr);
  * kernel formats every entry it is asked for (page table walks for Rss):
  * stop reading as soon as the rest is not needed.
  */
+/* What smaps says beyond struct thp_mapping_state (for the collapse pass). */
+struct smaps_extra {
+	uint64_t anon_bytes; /* Anonymous: */
+	bool shared;         /* perms "s" */
+	bool file;           /* an inode backs it */
+	bool special;        /* VmFlags io or pf: no struct pages to collapse */
+};
+
 struct smaps_reader {
 	struct line_reader lr;
 	struct thp_mapping_state cur; /* the entry being read */
+	struct smaps_extra cur_x;
 	bool have;
 };
 
@@ -192,6 +206,15 @@ int smaps_open(struct smaps_reader *sr, const struct thp_target *t);
 void smaps_reader_init(struct smaps_reader *sr, int fd);
 /* 1 and the next mapping in @m, 0 at the end, or -errno. */
 int smaps_next(struct smaps_reader *sr, struct thp_mapping_state *m);
+/* smaps_next() plus the extra fields in @x. */
+int smaps_next_x(struct smaps_reader *sr, struct thp_mapping_state *m, struct smaps_extra *x);
+/*
+ * A mapping of private anonymous memory: "", [heap], [stack] or [anon:NAME],
+ * no file, not shared, not VM_IO/VM_PFNMAP.  Advice is not considered.
+ */
+bool smaps_private_anon(const struct thp_mapping_state *m, const struct smaps_extra *x);
+/* Bytes of [start, end) in whole extents of @unit (a power of two). */
+uint64_t aligned_span(uint64_t start, uint64_t end, uint64_t unit);
 
 struct thp_vma_walk {
 	struct line_reader text; /* /proc/PID/maps; its fd also takes PROCMAP_QUERY */

@@ -25,11 +25,13 @@ static uint64_t kb_field(const char *line, size_t len, size_t skip)
 }
 
 /* Header: "start-end perms offset dev inode   name". */
-static void parse_header(const char *line, size_t len, struct thp_mapping_state *m)
+static void parse_header(const char *line, size_t len, struct thp_mapping_state *m,
+			 struct smaps_extra *x)
 {
 	size_t field = 0, i = 0;
 
 	memset(m, 0, sizeof(*m));
+	memset(x, 0, sizeof(*x));
 	maps_parse_line(line, len, &m->start, &m->end);
 	while (i < len && field < 5) {
 		while (i < len && line[i] != ' ')
@@ -37,6 +39,12 @@ static void parse_header(const char *line, size_t len, struct thp_mapping_state 
 		while (i < len && line[i] == ' ')
 			i++;
 		field++;
+		/* perms "rwxp": the fourth letter is p(rivate) or s(hared). */
+		if (field == 1 && i + 3 < len)
+			x->shared = line[i + 3] == 's';
+		/* inode: anything but "0" is a file. */
+		if (field == 4 && i < len)
+			x->file = !(line[i] == '0' && (i + 1 == len || line[i + 1] == ' '));
 	}
 	if (i < len) {
 		size_t n = len - i < sizeof(m->name) - 1 ? len - i : sizeof(m->name) - 1;
@@ -46,14 +54,33 @@ static void parse_header(const char *line, size_t len, struct thp_mapping_state 
 	m->anonymous = m->name[0] != '/';
 }
 
-static void parse_vmflags(const char *line, size_t len, struct thp_mapping_state *m)
+static void parse_vmflags(const char *line, size_t len, struct thp_mapping_state *m,
+			  struct smaps_extra *x)
 {
 	for (size_t i = 9; i + 2 <= len; i += 3) {
 		if (line[i] == 'h' && line[i + 1] == 'g')
 			m->advised_huge = true;
 		if (line[i] == 'n' && line[i + 1] == 'h')
 			m->advised_nohuge = true;
+		if ((line[i] == 'i' && line[i + 1] == 'o') || (line[i] == 'p' && line[i + 1] == 'f'))
+			x->special = true;
 	}
+}
+
+bool smaps_private_anon(const struct thp_mapping_state *m, const struct smaps_extra *x)
+{
+	if (x->shared || x->file || x->special)
+		return false;
+	/* [vdso], [vvar], [vsyscall] and the like are anonymous but not memory. */
+	return !m->name[0] || !strcmp(m->name, "[heap]") || !strcmp(m->name, "[stack]") ||
+	       !strncmp(m->name, "[anon:", 6);
+}
+
+uint64_t aligned_span(uint64_t start, uint64_t end, uint64_t unit)
+{
+	uint64_t s = (start + unit - 1) & ~(unit - 1), e = end & ~(unit - 1);
+
+	return unit && s < e && s >= start ? e - s : 0;
 }
 
 void smaps_reader_init(struct smaps_reader *sr, int fd)
@@ -74,6 +101,11 @@ int smaps_open(struct smaps_reader *sr, const struct thp_target *t)
  */
 int smaps_next(struct smaps_reader *sr, struct thp_mapping_state *m)
 {
+	return smaps_next_x(sr, m, NULL);
+}
+
+int smaps_next_x(struct smaps_reader *sr, struct thp_mapping_state *m, struct smaps_extra *x)
+{
 	for (;;) {
 		const char *line = NULL;
 		size_t len = 0;
@@ -86,15 +118,20 @@ int smaps_next(struct smaps_reader *sr, struct thp_mapping_state *m)
 			if (!sr->have)
 				return 0;
 			*m = sr->cur;
+			if (x)
+				*x = sr->cur_x;
 			sr->have = false;
 			return 1;
 		}
 		if (maps_parse_line(line, len, &s, &e) == 0) {
 			bool had = sr->have;
 
-			if (had)
+			if (had) {
 				*m = sr->cur;
-			parse_header(line, len, &sr->cur);
+				if (x)
+					*x = sr->cur_x;
+			}
+			parse_header(line, len, &sr->cur, &sr->cur_x);
 			sr->have = true;
 			if (had)
 				return 1;
@@ -102,12 +139,14 @@ int smaps_next(struct smaps_reader *sr, struct thp_mapping_state *m)
 			continue;
 		} else if (has_prefix(line, len, "AnonHugePages:")) {
 			sr->cur.anon_huge_bytes = kb_field(line, len, 14);
+		} else if (has_prefix(line, len, "Anonymous:")) {
+			sr->cur_x.anon_bytes = kb_field(line, len, 10);
 		} else if (has_prefix(line, len, "Rss:")) {
 			sr->cur.rss_bytes = kb_field(line, len, 4);
 		} else if (has_prefix(line, len, "THPeligible:")) {
 			sr->cur.thp_eligible = kb_field(line, len, 12) != 0;
 		} else if (has_prefix(line, len, "VmFlags:")) {
-			parse_vmflags(line, len, &sr->cur);
+			parse_vmflags(line, len, &sr->cur, &sr->cur_x);
 		}
 	}
 }
@@ -117,13 +156,17 @@ THP_API int thp_query(struct thp_query_opts *opts)
 	struct smaps_reader sr;
 	struct thp_target t;
 	struct thp_mapping_state cur;
+	struct smaps_extra x;
+	uint64_t anon = 0, anon_huge = 0, alignable = 0;
 	size_t written = 0;
 	bool read_any = false;
 	uint64_t qend;
+	bool thp_off = false;
 	int err;
 
 	report_clear_detail();
 	err = opts_check(opts, sizeof(*opts), THP_QUERY_OPTS_SIZE_VER0);
+	_Static_assert(sizeof(*opts) == THP_QUERY_OPTS_SIZE_VER1, "published size");
 	if (err)
 		return ret_errno(err);
 	if (opts->flags) {
@@ -141,18 +184,31 @@ THP_API int thp_query(struct thp_query_opts *opts)
 	err = target_open(opts->pidfd, &t);
 	if (err)
 		return ret_errno(err);
+	if (OPTS_HAS(opts, anon_alignable_bytes)) {
+		err = target_thp_disabled(&t);
+		if (err < 0)
+			goto out;
+		thp_off = err == 1;
+	}
 	err = smaps_open(&sr, &t);
 	if (err)
 		goto out;
 	opts->states_needed = 0;
 	/* Address order: nothing past qend can match, so stop reading there. */
-	while ((err = smaps_next(&sr, &cur)) == 1 && cur.start < qend) {
+	while ((err = smaps_next_x(&sr, &cur, &x)) == 1 && cur.start < qend) {
 		read_any = true;
 		if (cur.end <= opts->addr)
 			continue;
 		if (written < opts->states_cap)
 			opts->states[written++] = cur;
 		opts->states_needed++;
+		anon += x.anon_bytes;
+		anon_huge += cur.anon_huge_bytes;
+		if (!thp_off && !cur.advised_nohuge && smaps_private_anon(&cur, &x)) {
+			uint64_t span = aligned_span(cur.start, cur.end, caps_get()->pmd_size);
+
+			alignable += x.anon_bytes < span ? x.anon_bytes : span;
+		}
 	}
 	if (err > 0)
 		err = 0;
@@ -164,6 +220,11 @@ THP_API int thp_query(struct thp_query_opts *opts)
 	if (!err && !read_any && qend == UINT64_MAX)
 		err = -ESRCH;
 	line_reader_close(&sr.lr);
+	if (!err && OPTS_HAS(opts, anon_alignable_bytes)) {
+		opts->anon_bytes = anon;
+		opts->anon_huge_bytes = anon_huge;
+		opts->anon_alignable_bytes = alignable;
+	}
 	if (!err) {
 		err = target_alive(&t);
 		if (!err)

@@ -113,3 +113,21 @@ int target_alive(const struct thp_target *t)
 	 */
 	return sys_pidfd_poll_exited(t->pidfd) == 1 ? -ESRCH : 0;
 }
+
+int target_thp_disabled(const struct thp_target *t)
+{
+	char path[64], buf[4096];
+	const char *p;
+	long n;
+
+	if (t->self)
+		snprintf(path, sizeof(path), "/proc/self/status");
+	else
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)t->pid);
+	n = sys_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : (int)n;
+	/* Absent before 6.x: THP is then not known to be disabled. */
+	p = strstr(buf, "\nTHP_enabled:");
+	return p && !strtol(p + 13, NULL, 10) ? 1 : 0;
+}

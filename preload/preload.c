@@ -41,6 +41,7 @@
 
 #include "compat.h"
 #include "internal.h"
+#include "preload_env.h"
 #include "syscall.h"
 
 #ifndef MADV_POPULATE_READ
@@ -328,11 +329,12 @@ __attribute__((constructor)) static void preload_init(void)
 	const char *d = getenv("THP_PRELOAD_DEBUG");
 	const char *tunables = getenv("GLIBC_TUNABLES");
 
-	if (tunables && strstr(tunables, "glibc.malloc.hugetlb=")) {
+	if (preload_env_list_has(tunables, PRELOAD_ENV_TUNABLE_SEPS,
+				 preload_env_is_hugetlb_tunable)) {
 		zero_stack();
 		init_malloc();
 	}
-	debug = d && !strcmp(d, "1");
+	debug = preload_env_debug(d);
 	resolve(&real_mmap, "mmap");
 	resolve(&real_mmap64, "mmap64");
 	/* madvise() checks the advice before the (zero) length. */

@@ -311,10 +311,41 @@ __attribute__((constructor)) static void keep_std_fds_open(void)
 			abort();
 }
 
+/* Why this run's environment does not fit its tests, or NULL. */
+static const char *unfit_environment(void)
+{
+	static char why[160];
+	const char *priv = getenv("THP_TEST_PRIVILEGED");
+	const char *any_mode = getenv("THP_TEST_ANY_MODE");
+	unsigned int m;
+
+	if (priv && !strcmp(priv, "1") && geteuid() != 0)
+		return "these test cases need root (CAP_SYS_NICE for another process, uid "
+		       "changes, mount namespaces or the THP sysfs file)";
+	if (any_mode && !strcmp(any_mode, "1"))
+		return NULL;
+	m = sysfs_thp_mode();
+	if (m == 1)
+		return NULL;
+	snprintf(why, sizeof(why), "the global THP mode is \"%s\"; these tests check what "
+		 "is huge and what is not under \"madvise\"", mode_names[m]);
+	return why;
+}
+
 int run_suite(Suite *s)
 {
-	SRunner *sr = srunner_create(s);
+	SRunner *sr;
+	const char *why = unfit_environment();
 	int failed;
+
+	if (why && !in_ci()) {
+		printf("SKIP: %s\n", why);
+		srunner_free(srunner_create(s)); /* frees @s */
+		return 77;
+	}
+	if (why)
+		fprintf(stderr, "CI=true, so running although %s\n", why);
+	sr = srunner_create(s);
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
@@ -808,4 +839,62 @@ void long_name_child_stop(struct long_name_child *c)
 {
 	kill(c->pid, SIGKILL);
 	wait_status(c->pid);
+}
+
+/* Add up one mapping of anon_coverage(). */
+static void coverage_add(struct anon_coverage *c, bool private_anon, bool nh, uint64_t s,
+			 uint64_t e, uint64_t anon, uint64_t huge)
+{
+	uint64_t as = (s + PMD_SZ - 1) & ~(PMD_SZ - 1), ae = e & ~(PMD_SZ - 1);
+	uint64_t span = as < ae ? ae - as : 0;
+
+	c->anon += anon;
+	c->huge += huge;
+	if (nh)
+		c->nohuge_huge += huge;
+	else if (private_anon)
+		c->alignable += anon < span ? anon : span;
+}
+
+void anon_coverage(pid_t pid, struct anon_coverage *c)
+{
+	char path[64], line[4096];
+	uint64_t s = 0, e = 0, anon = 0, huge = 0;
+	bool have = false, private_anon = false, nh = false;
+	FILE *f;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	f = fopen(path, "re");
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char perms[8], name[256] = "";
+		unsigned long long v, inode;
+
+		uint64_t ns, ne;
+
+		if (is_header(line, &ns, &ne, perms)) {
+			if (have)
+				coverage_add(c, private_anon, nh, s, e, anon, huge);
+			have = true;
+			s = ns;
+			e = ne;
+			anon = huge = 0;
+			nh = false;
+			if (sscanf(line, "%*s %*s %*s %*s %llu %255s", &inode, name) < 1)
+				inode = 1;
+			private_anon = perms[3] == 'p' && inode == 0 &&
+				       (!name[0] || !strcmp(name, "[heap]") ||
+					!strcmp(name, "[stack]") || !strncmp(name, "[anon:", 6));
+		} else if (sscanf(line, "Anonymous: %llu kB", &v) == 1) {
+			anon = v * KiB;
+		} else if (sscanf(line, "AnonHugePages: %llu kB", &v) == 1) {
+			huge = v * KiB;
+		} else if (!strncmp(line, "VmFlags:", 8)) {
+			nh = has_flag(line + 8, "nh");
+		}
+	}
+	if (have)
+		coverage_add(c, private_anon, nh, s, e, anon, huge);
+	fclose(f);
 }

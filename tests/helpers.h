@@ -56,6 +56,20 @@ void assert_vma_unadvised(pid_t pid, uint64_t addr, const char *what);
 /* Sum of AnonHugePages of every mapping overlapping [addr, addr+len). */
 uint64_t range_anon_huge(pid_t pid, uint64_t addr, uint64_t len);
 
+/* A process's anonymous memory and how much of it is huge (smaps, one read). */
+struct anon_coverage {
+	uint64_t anon;      /* Anonymous: of every mapping */
+	uint64_t huge;      /* AnonHugePages: of every mapping */
+	/*
+	 * The 2 MiB-alignable part: Anonymous of each private anonymous
+	 * mapping without nh, capped by its whole 2 MiB extents.
+	 */
+	uint64_t alignable;
+	uint64_t nohuge_huge; /* AnonHugePages inside nh mappings (must stay 0) */
+};
+/* Fill @c for @pid; aborts the test when smaps is unreadable. */
+void anon_coverage(pid_t pid, struct anon_coverage *c);
+
 /*
  * mmap an anonymous private read/write region of @mib MiB whose start is
  * 2 MiB aligned (maps 4 MiB extra, then unmaps the slack on both sides so
@@ -84,7 +98,20 @@ const char *mode_note(void);
 /* Raw madvise() that aborts the test on failure (for building layouts). */
 void must_madvise(void *p, size_t len, int advice);
 
-/* Run @s (CK_NORMAL) and free it; EXIT_SUCCESS unless a test failed. */
+/*
+ * Run @s (CK_NORMAL) and free it; EXIT_SUCCESS unless a test failed.
+ *
+ * Tests that know where they are: test cases that need root (CAP_SYS_NICE
+ * for another process's memory, uid changes, mount namespaces, writing the
+ * THP sysfs file) carry the Check tag PRIVILEGED_TAG; meson runs them in
+ * the "privileged" suite (CK_INCLUDE_TAGS, THP_TEST_PRIVILEGED=1) and
+ * excludes them everywhere else (CK_EXCLUDE_TAGS).  Outside CI, a run
+ * whose environment does not fit (a privileged run without root, or a
+ * global THP mode other than madvise unless THP_TEST_ANY_MODE=1) prints
+ * why and returns 77, meson's "skipped"; under CI=true it runs anyway and
+ * fails if it must.
+ */
+#define PRIVILEGED_TAG "privileged"
 int run_suite(Suite *s);
 
 /*
@@ -137,6 +164,13 @@ uint32_t expected_self_backend(void);
  * compare); aborts the test unless the child's run passes.
  */
 void run_tcase_natively(const char *tcase);
+/* Define test @fn, which runs TCase @tcase natively (run_tcase_natively()). */
+#define NATIVE_TCASE_TEST(fn, tcase)                                       \
+	START_TEST(fn)                                                     \
+	{                                                                  \
+		run_tcase_natively(tcase);                                 \
+	}                                                                  \
+	END_TEST
 
 /*
  * Iterations for a loop whose native count is @native: a tenth (at least

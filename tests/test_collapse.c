@@ -685,6 +685,9 @@ START_TEST(randomized)
 }
 END_TEST
 
+/* 64 GiB of MAP_NORESERVE address space is more than valgrind gives a process. */
+NATIVE_TCASE_TEST(sparse_natively, "sparse")
+
 static Suite *collapse_suite(void)
 {
 	Suite *s = suite_create("collapse");
@@ -695,9 +698,15 @@ static Suite *collapse_suite(void)
 	tcase_add_test(tc, unaligned_head_tail);
 	tcase_add_test(tc, mapping_boundary_inside_extent);
 	tcase_add_test(tc, unmapped_after_stop);
-	tcase_add_test(tc, skip_errors_sparse_mapping);
 	tcase_add_test(tc, apply_all_counts_collapsed);
 	tcase_add_test(tc, randomized);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("sparse");
+	tcase_set_timeout(tc, 120);
+	if (under_valgrind())
+		tcase_add_test(tc, sparse_natively);
+	else
+		tcase_add_test(tc, skip_errors_sparse_mapping);
 	suite_add_tcase(s, tc);
 	/* 2.2 GiB populated: a case of its own, run natively under valgrind. */
 	tc = tcase_create("over_2g");

@@ -99,13 +99,23 @@ START_TEST(walk_long_name)
 }
 END_TEST
 
+/*
+ * Under valgrind the child's own maps line cannot be sized to put the forged
+ * entry at byte 8192 (valgrind places and reports its mappings itself).
+ */
+NATIVE_TCASE_TEST(long_names_natively, "long_names")
+
 int main(void)
 {
 	Suite *s = suite_create("long_names");
 	TCase *tc = tcase_create("long_names");
 
-	tcase_add_test(tc, query_long_name);
-	tcase_add_test(tc, walk_long_name);
+	if (under_valgrind()) {
+		tcase_add_test(tc, long_names_natively);
+	} else {
+		tcase_add_test(tc, query_long_name);
+		tcase_add_test(tc, walk_long_name);
+	}
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }

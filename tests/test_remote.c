@@ -455,15 +455,21 @@ static Suite *remote_suite(void)
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_checked_fixture(tc, require_madvise_mode, NULL);
-	tcase_add_test(tc, remote_collapse);
 	tcase_add_test(tc, remote_huge_nohuge_refused);
 	tcase_add_test(tc, remote_madvise_backend_refused);
 	tcase_add_test(tc, remote_exited);
-	tcase_add_test(tc, remote_collapse_gap_report);
 	tcase_add_test(tc, pidfd_of_self);
-	tcase_add_test(tc, remote_apply_all_collapse);
 	tcase_add_test(tc, remote_query_exited);
 	tcase_add_test(tc, remote_zombie);
+	suite_add_tcase(s, tc);
+
+	/* Another process's memory: the kernel wants CAP_SYS_NICE for that. */
+	tc = tcase_create("remote-privileged");
+	tcase_set_tags(tc, PRIVILEGED_TAG);
+	tcase_add_checked_fixture(tc, require_madvise_mode, NULL);
+	tcase_add_test(tc, remote_collapse);
+	tcase_add_test(tc, remote_collapse_gap_report);
+	tcase_add_test(tc, remote_apply_all_collapse);
 	suite_add_tcase(s, tc);
 	return s;
 }

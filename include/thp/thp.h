@@ -372,9 +372,21 @@ struct thp_query_opts {
 	THP_PTR64(struct thp_mapping_state *, states);
 	uint64_t states_cap;              /**< Entries available in states. */
 	uint64_t states_needed;           /**< Out: matching mappings. */
+	/* Since 0.2: effective coverage over the matching mappings. */
+	uint64_t anon_bytes;              /**< Out: anonymous memory resident (smaps Anonymous:). */
+	uint64_t anon_huge_bytes;         /**< Out: of it, in huge pages (AnonHugePages:). */
+	/**
+	 * Out: what could be huge: the resident anonymous memory of private
+	 * anonymous mappings not advised nohuge, each capped by the size of its
+	 * whole 2 MiB-aligned extents (an upper bound; 0 when THP is disabled for
+	 * the process).  anon_huge_bytes / anon_alignable_bytes is the coverage.
+	 */
+	uint64_t anon_alignable_bytes;
 };
 /** Size of the first published struct thp_query_opts. */
 #define THP_QUERY_OPTS_SIZE_VER0 56
+/** Size of struct thp_query_opts with the coverage totals (0.2). */
+#define THP_QUERY_OPTS_SIZE_VER1 80
 
 /**
  * Read per-mapping THP state (advised huge / nohuge, THPeligible,
@@ -385,6 +397,74 @@ struct thp_query_opts {
  *         smaps is read: never a shorter list), -ENOENT /proc not mounted.
  */
 THP_API int thp_query(struct thp_query_opts *opts);
+
+/** Options and results of thp_collapse(). */
+struct thp_collapse_opts {
+	uint64_t sz;                 /**< sizeof(struct thp_collapse_opts) */
+	int32_t pidfd;               /**< Target process: THP_SELF or a pidfd. */
+	uint32_t flags;              /**< Zero (no flags defined). */
+	/**
+	 * Collapse a 2 MiB extent only when at least this many of its base
+	 * pages are resident (1 .. pages per huge page); 0: follow the kernel's
+	 * khugepaged/max_ptes_none (512 - 511 = 1 page by default).
+	 */
+	uint32_t min_present_pages;
+	uint32_t reserved0;          /**< Zero. */
+	uint64_t budget_bytes;       /**< Stop after collapsing this much; 0: no limit. */
+	uint64_t budget_ns;          /**< Stop starting collapses after this long; 0: no limit. */
+	/** Optional: one entry per extent the kernel refused. */
+	THP_PTR64(struct thp_report *, failures);
+	uint64_t failures_cap;       /**< Entries available in @ref failures. */
+	/* Results. */
+	uint64_t failures_needed;    /**< Out: extents the kernel refused. */
+	uint64_t mappings_seen;      /**< Out: mappings read. */
+	uint64_t mappings_eligible;  /**< Out: private anonymous mappings the pass may touch. */
+	uint64_t mappings_nohuge;    /**< Out: private anonymous mappings left alone: advised nohuge. */
+	uint64_t extents_collapsed;  /**< Out: 2 MiB extents collapsed by this call. */
+	uint64_t extents_sparse;     /**< Out: extents left: fewer resident pages than the threshold. */
+	uint64_t extents_failed;     /**< Out: extents the kernel refused (see failures). */
+	uint64_t extents_over_budget; /**< Out: extents left for a later pass: budget spent. */
+	uint64_t bytes_collapsed;    /**< Out: extents_collapsed in bytes. */
+	uint64_t anon_bytes;         /**< Out: resident anonymous memory (smaps Anonymous:), before. */
+	uint64_t anon_huge_before;   /**< Out: AnonHugePages before the pass. */
+	uint64_t anon_huge_after;    /**< Out: AnonHugePages after the pass (measured again). */
+	uint32_t thp_disabled;       /**< Out: 1: THP is disabled for the process; nothing was touched. */
+	uint32_t reserved1;          /**< Zero. */
+	uint64_t elapsed_ns;         /**< Out: time the pass took. */
+};
+/** Size of the first published struct thp_collapse_opts. */
+#define THP_COLLAPSE_OPTS_SIZE_VER0 168
+
+/**
+ * One collapse pass over a process: what khugepaged does, driven from user
+ * space through process_madvise(MADV_COLLAPSE), one 2 MiB extent at a time
+ * (over a whole mapping the kernel stops at the first extent it cannot
+ * collapse).
+ *
+ * Only private anonymous mappings ("", [heap], [stack], [anon:NAME]) that
+ * are not advised nohuge are touched, and nothing at all when THP is
+ * disabled for the process (PR_SET_THP_DISABLE); file, shared memory,
+ * special and nohuge mappings never are.  Of those mappings, the whole
+ * 2 MiB-aligned extents that are not huge yet and hold at least
+ * min_present_pages resident pages are collapsed, in address order, until
+ * the budget is spent.  Collapsing does not change contents.  Extents that
+ * vanish or change while the pass runs are reported as refused, not fatal.
+ *
+ * Another process needs the kernel's permission: ptrace read access (same
+ * user, not a setuid program) and CAP_SYS_NICE.  Without it the call fails
+ * with -EPERM before anything is done, and thp_strerror_detail() says which.
+ * A caller that does not know the target's default policy must not run
+ * this over a process whose policy is nohuge: on mainline a nohuge default
+ * (PR_THP_DISABLE_EXCEPT_ADVISED) is not visible from outside.
+ *
+ * @param opts Options and results; must not be NULL.
+ * @return Number of extents collapsed (extents_collapsed, capped at
+ *         INT_MAX), or a negative errno: -EINVAL bad options; -E2BIG
+ *         non-zero unknown tail; -EBADF bad pidfd; -ESRCH target exited;
+ *         -EPERM not allowed; -EOPNOTSUPP no process_madvise() or
+ *         MADV_COLLAPSE in this kernel; -ENOMEM out of memory.
+ */
+THP_API int thp_collapse(struct thp_collapse_opts *opts);
 
 /**
  * Name of a backend ("pmadv", "process_madvise", "madvise", ...), or
@@ -453,11 +533,18 @@ THP_ASSERT_LAYOUT_(sizeof(struct thp_mapping_state) == 104 &&
 		   offsetof(struct thp_mapping_state, reserved0) == 20 &&
 		   offsetof(struct thp_mapping_state, anon_huge_bytes) == 24 &&
 		   offsetof(struct thp_mapping_state, name) == 40, "struct thp_mapping_state layout");
-THP_ASSERT_LAYOUT_(sizeof(struct thp_query_opts) == THP_QUERY_OPTS_SIZE_VER0 &&
+THP_ASSERT_LAYOUT_(sizeof(struct thp_query_opts) == THP_QUERY_OPTS_SIZE_VER1 &&
+		   offsetof(struct thp_query_opts, anon_bytes) == THP_QUERY_OPTS_SIZE_VER0 &&
 		   offsetof(struct thp_query_opts, addr) == 16 &&
 		   offsetof(struct thp_query_opts, states) == 32 &&
 		   offsetof(struct thp_query_opts, states_cap) == 40 &&
 		   offsetof(struct thp_query_opts, states_needed) == 48, "struct thp_query_opts layout");
+THP_ASSERT_LAYOUT_(sizeof(struct thp_collapse_opts) == THP_COLLAPSE_OPTS_SIZE_VER0 &&
+		   offsetof(struct thp_collapse_opts, budget_bytes) == 24 &&
+		   offsetof(struct thp_collapse_opts, failures) == 40 &&
+		   offsetof(struct thp_collapse_opts, failures_cap) == 48 &&
+		   offsetof(struct thp_collapse_opts, thp_disabled) == 152 &&
+		   offsetof(struct thp_collapse_opts, elapsed_ns) == 160, "struct thp_collapse_opts layout");
 #undef THP_ASSERT_LAYOUT_
 #endif
 

@@ -110,6 +110,63 @@ static void restore_on_signal(int sig)
 	raise(sig);
 }
 
+/*
+ * A runner killed with SIGKILL cannot restore anything itself: a guardian
+ * child waits on a pipe only the runner (and its test children) hold, and
+ * restores the saved mode when the pipe reaches EOF without the runner's
+ * "done" byte.  It leaves the process group that meson signals on a
+ * timeout, and ignores the catchable signals.
+ */
+static pid_t runner_pid, guardian_pid;
+static int guardian_fd = -1;
+
+static void start_guardian(void)
+{
+	static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM };
+	int p[2];
+	char c;
+	ssize_t n;
+
+	if (pipe2(p, O_CLOEXEC))
+		return;
+	guardian_pid = fork();
+	if (guardian_pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	if (guardian_pid > 0) {
+		close(p[0]);
+		guardian_fd = p[1];
+		return;
+	}
+	close(p[1]);
+	/* Out of the runner's process group: meson's SIGKILL goes to the group. */
+	setpgid(0, 0);
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+		signal(ignored[i], SIG_IGN);
+	do
+		n = read(p[0], &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		restore_sysfs();
+	_exit(0);
+}
+
+/* atexit: the runner restores and dismisses the guardian; test children only restore. */
+static void restore_at_exit(void)
+{
+	restore_sysfs();
+	if (getpid() != runner_pid || guardian_fd < 0)
+		return;
+	if (write(guardian_fd, "d", 1) == 1)
+		close(guardian_fd);
+	else
+		close(guardian_fd); /* EOF instead: the guardian restores once more */
+	guardian_fd = -1;
+	waitpid(guardian_pid, NULL, 0);
+}
+
 static void save_sysfs_once(void)
 {
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM,
@@ -123,7 +180,9 @@ static void save_sysfs_once(void)
 	if (read_bracketed(SYSFS_2M_ENABLED, saved_2m, sizeof(saved_2m)))
 		saved_2m[0] = 0;
 	saved_ok = 1;
-	atexit(restore_sysfs);
+	runner_pid = getpid();
+	start_guardian();
+	atexit(restore_at_exit);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = restore_on_signal;
 	sigemptyset(&sa.sa_mask);

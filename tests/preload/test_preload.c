@@ -166,9 +166,16 @@ struct live {
 static void live_start(struct live *lv, const char *outer, const char *policy)
 {
 	char *probe = (char *)env_path("PRELOAD_PROBE"), *tc = (char *)env_path("THPCTL");
-	char *nested[] = { tc, "run", "--policy", (char *)outer, "--", tc, "run", "--policy",
-			   (char *)policy, "--", probe, "wait", NULL };
-	char *plain[] = { tc, "run", "--policy", (char *)policy, "--", probe, "wait", NULL };
+	/*
+	 * No collapse agent (thpctl would stay the parent): these cases look at
+	 * what the preload does in the exec'd program itself (test_agent has
+	 * the agent).
+	 */
+	char *nested[] = { tc, "run", "--policy", (char *)outer, "--collapse-interval", "0", "--",
+			   tc, "run", "--policy", (char *)policy, "--collapse-interval", "0", "--",
+			   probe, "wait", NULL };
+	char *plain[] = { tc, "run", "--policy", (char *)policy, "--collapse-interval", "0", "--",
+			  probe, "wait", NULL };
 	int in[2];
 	struct spawn_opts o = { .stdout_fd = -1 };
 	char line[128] = "";
@@ -500,6 +507,8 @@ END_TEST
 
 START_TEST(cmd_not_found_or_not_executable)
 {
+	static const char *const env[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
+	const struct spawn_opts path_env = { .env = env, .stdin_fd = -1, .stdout_fd = -1 };
 	static struct run r;
 	char path[] = "/tmp/thpctl-run-noexec.XXXXXX";
 	int fd;
@@ -507,7 +516,12 @@ START_TEST(cmd_not_found_or_not_executable)
 	marker_setup();
 	thpctl(&r, NULL, "--policy", "huge", "--", "/nonexistent/thpctl-test-cmd", NULL);
 	expect_refused(&r, 127, "cannot run '/nonexistent/thpctl-test-cmd'");
-	thpctl(&r, NULL, "--policy", "system", "--", "thpctl-test-no-such-command", NULL);
+	/*
+	 * A PATH of our own: execvp() reports EACCES, not ENOENT, when some
+	 * directory of the caller's PATH is not searchable (root's PATH under
+	 * su, on a build server).
+	 */
+	thpctl(&r, &path_env, "--policy", "system", "--", "thpctl-test-no-such-command", NULL);
 	expect_refused(&r, 127, "No such file");
 
 	fd = mkstemp(path);
@@ -715,6 +729,8 @@ static Suite *preload_suite(void)
 	tcase_add_test(input, missing_preload_fails);
 	suite_add_tcase(s, input);
 
+	/* Makes a setuid-root file and drops to nobody. */
+	tcase_set_tags(suid, PRIVILEGED_TAG);
 	tcase_set_timeout(suid, 60);
 	tcase_add_checked_fixture(suid, suid_setup, suid_teardown);
 	tcase_add_test(suid, setuid_child_gets_nothing_extra);

@@ -228,6 +228,11 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, emfile_after_probe);
 	tcase_add_test(tc, emfile_first_call);
+	suite_add_tcase(s, tc);
+	/* Unmounts /proc in a private mount namespace: root only. */
+	tc = tcase_create("limits-privileged");
+	tcase_set_tags(tc, PRIVILEGED_TAG);
+	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, proc_not_mounted);
 	suite_add_tcase(s, tc);
 	return run_suite(s);

@@ -217,7 +217,7 @@ END_TEST
 /* Usage errors: status 2, "thpctl: " on stderr, nothing on stdout. */
 START_TEST(usage_errors)
 {
-	static const char *const cases[][6] = {
+	static const char *const cases[][7] = {
 		{ "frobnicate" },
 		{ "--frob" },
 		{ "help", "frobnicate" },
@@ -235,14 +235,18 @@ START_TEST(usage_errors)
 		{ "apply", "--advice" },
 		{ "apply", "--advice", "huge", "--bogus", "--all" },
 		{ "apply", "--advice", "huge", "--all", "--json=1" },
+		/* Repeated options: not "the last one wins" (0x1000 is never mapped). */
+		{ "apply", "--advice", "huge", "--advice", "nohuge", "0x1000+4K" },
+		{ "apply", "-a", "huge", "--all", "--all" },
+		{ "status", "-p", "1", "--pid", "1" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const char *argv[8] = { env_path("THPCTL") };
+		const char *argv[9] = { env_path("THPCTL") };
 		struct run r;
 		size_t n = 1;
 
-		for (size_t k = 0; k < 6 && cases[i][k]; k++)
+		for (size_t k = 0; k < 7 && cases[i][k]; k++)
 			argv[n++] = cases[i][k];
 		argv[n] = NULL;
 		run_cmd(&r, NULL, (char *const *)argv);
@@ -917,6 +921,124 @@ START_TEST(exited_target)
 }
 END_TEST
 
+/* target_start() and the target's PID as an argument. */
+static const char *target_start_arg(struct target *t, const char *mode, char *pid, size_t len)
+{
+	target_start(t, mode);
+	snprintf(pid, len, "%d", (int)t->pid);
+	return pid;
+}
+
+/* --skip-errors and every range or mapping failed: 1 (nothing advised), not 3. */
+START_TEST(apply_nothing_advised)
+{
+	struct target t, never;
+	struct run r;
+	char pid[16], bad[64];
+
+	require_madvise_mode();
+	target_start_arg(&t, NULL, pid, sizeof(pid));
+	thpctl(&r, "apply", "--advice", "collapse", "-p", pid, "--skip-errors",
+	       FMT(bad, "0x%llx+4M", (unsigned long long)t.nohuge), NULL);
+	assert_error(&r, 1, "1 of 1 ranges failed, nothing was advised");
+	thpctl(&r, "apply", "--advice", "collapse", "-p", pid, "--skip-errors", "--json", bad, NULL);
+	assert_exit(&r, 1);
+	json_check(r.out, "assert d['exit_status'] == 1 and d['ranges_ok'] == 0\n");
+	assert_target_unchanged(&t);
+	target_stop(&t);
+
+	/* THP disabled: the kernel refuses every mapping, and thpctl says why. */
+	thpctl(&r, "apply", "--advice", "collapse", "-p",
+	       target_start_arg(&never, "never", pid, sizeof(pid)), "--all", "--skip-errors", NULL);
+	assert_error(&r, 1, "nothing was advised");
+	ck_assert_msg(strstr(r.err, "THP is disabled for process") &&
+		      !strstr(r.err, "Invalid argument"), "%s", r.err);
+	ck_assert_uint_eq(vma_anon_huge(never.pid, never.region), 0);
+	thpctl(&r, "apply", "--advice", "collapse", "-p", pid, "--all", NULL);
+	assert_error(&r, 1, "THP is disabled for process");
+	target_stop(&never);
+}
+END_TEST
+
+/* Without CAP_SYS_NICE another process's memory cannot be advised: say so. */
+START_TEST(apply_eperm_names_capability)
+{
+	/* Root drops to nobody for both sides; anyone else is already without it. */
+	struct spawn_opts o = { .uid = geteuid() == 0 ? 65534 : 0, .stdout_fd = -1 };
+	const char *argv[] = { env_path("THPCTL_TARGET"), NULL, NULL, NULL, NULL, NULL, NULL, NULL };
+	uint64_t region = 0;
+	int in[2], out, err;
+	char line[256], pid[16];
+	struct run r;
+	ssize_t n;
+	pid_t tp;
+
+	ck_assert(pipe2(in, O_CLOEXEC) == 0);
+	o.stdin_fd = in[0];
+	tp = spawn((char *const *)argv, &o, &out, &err);
+	close(in[0]);
+	n = read(out, line, sizeof(line) - 1);
+	ck_assert_msg(n > 0, "target printed nothing");
+	line[n] = '\0';
+	ck_assert(sscanf(line, "%lx", (unsigned long *)&region) == 1);
+	FMT(pid, "%d", (int)tp);
+	o.stdin_fd = -1;
+	argv[0] = env_path("THPCTL");
+	argv[1] = "apply";
+	argv[2] = "--advice";
+	argv[3] = "collapse";
+	argv[4] = "-p";
+	argv[5] = pid;
+	argv[6] = "--all";
+	run_cmd(&r, &o, (char *const *)argv);
+	assert_error(&r, 1, "needs CAP_SYS_NICE");
+	ck_assert_msg(strstr(r.err, "ptrace"), "%s", r.err);
+	ck_assert_uint_eq(vma_anon_huge(tp, region), 0);
+	close(in[1]);
+	close(out);
+	close(err);
+	kill(tp, SIGKILL);
+	wait_status(tp);
+}
+END_TEST
+
+/* A kernel thread (no mm): no policy to show, nothing to advise. */
+START_TEST(kernel_thread)
+{
+	char path[64], stat[512], *p;
+	pid_t kthread = 0;
+	struct run r;
+	char pid[16];
+
+	/* kthreadd is 2 outside a PID namespace; find one anyway. */
+	for (pid_t cand = 2; cand < 4096 && !kthread; cand++) {
+		unsigned long flags;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)cand);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		p = fgets(stat, sizeof(stat), f) ? strrchr(stat, ')') : NULL;
+		if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1 &&
+		    (flags & 0x00200000UL))
+			kthread = cand;
+		fclose(f);
+	}
+	if (!kthread) {
+		ck_assert_msg(!in_ci(), "no kernel thread visible in /proc (CI=true: no skipping)");
+		return;
+	}
+	FMT(pid, "%d", (int)kthread);
+	thpctl(&r, "status", "-p", pid, NULL);
+	assert_error(&r, 1, "is a kernel thread: it has no user memory");
+	ck_assert_str_eq(r.out, "");
+	thpctl(&r, "apply", "-p", pid, "--advice", "collapse", "--all", NULL);
+	assert_error(&r, 1, "is a kernel thread");
+	ck_assert_str_eq(r.out, "");
+}
+END_TEST
+
 /*
  * thpctl runs natively even when this program runs under valgrind, so its
  * probe output is compared with a native thp_probe(): under valgrind the
@@ -927,6 +1049,9 @@ START_TEST(probe_natively)
 	run_tcase_natively("probe");
 }
 END_TEST
+
+NATIVE_TCASE_TEST(native_natively, "native")
+NATIVE_TCASE_TEST(native_privileged_natively, "native-privileged")
 
 static Suite *thpctl_suite(void)
 {
@@ -950,17 +1075,47 @@ static Suite *thpctl_suite(void)
 	tcase_add_test(tc, status_remote_json);
 	tcase_add_test(tc, status_never);
 	tcase_add_test(tc, status_self);
-	tcase_add_test(tc, status_long_name);
-	tcase_add_test(tc, apply_remote_collapse);
-	tcase_add_test(tc, apply_remote_collapse_json);
 	tcase_add_test(tc, apply_remote_huge_refused);
-	tcase_add_test(tc, apply_partial);
-	tcase_add_test(tc, apply_all_remote);
 	tcase_add_test(tc, apply_self);
 	tcase_add_test(tc, apply_bad_ranges);
 	tcase_add_test(tc, bad_pids);
 	tcase_add_test(tc, exited_target);
-	tcase_add_test(tc, without_proc);
+	tcase_add_test(tc, apply_eperm_names_capability);
+	tcase_add_test(tc, kernel_thread);
+	suite_add_tcase(s, tc);
+
+	/*
+	 * Collapsing another process's memory (CAP_SYS_NICE) and unmounting
+	 * /proc in a private mount namespace: root only.
+	 */
+	tc = tcase_create("thpctl-privileged");
+	tcase_set_tags(tc, PRIVILEGED_TAG);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, apply_remote_collapse);
+	tcase_add_test(tc, apply_remote_collapse_json);
+	tcase_add_test(tc, apply_partial);
+	tcase_add_test(tc, apply_all_remote);
+	tcase_add_test(tc, apply_nothing_advised);
+	suite_add_tcase(s, tc);
+
+	/*
+	 * Native only under valgrind: it cannot size the long-named child's
+	 * maps line, and a valgrind'ed thpctl without /proc cannot run.
+	 */
+	tc = tcase_create("native");
+	tcase_set_timeout(tc, 60);
+	if (under_valgrind())
+		tcase_add_test(tc, native_natively);
+	else
+		tcase_add_test(tc, status_long_name);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("native-privileged");
+	tcase_set_tags(tc, PRIVILEGED_TAG);
+	tcase_set_timeout(tc, 60);
+	if (under_valgrind())
+		tcase_add_test(tc, native_privileged_natively);
+	else
+		tcase_add_test(tc, without_proc);
 	suite_add_tcase(s, tc);
 	return s;
 }

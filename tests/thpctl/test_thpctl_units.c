@@ -92,6 +92,22 @@ START_TEST(ranges)
 		{ "0xfffffffffffff000-0xffffffffffffffff", 0, 0, 0 }, /* rounded up, wraps */
 		{ "0x1000+-1", 0, 0, 0 }, { "0x1000--0x2000", 0, 0, 0 }, { "a-b", 0, 0, 0 },
 		{ "0x1000-0x2000-0x3000", 0, 0, 0 }, { "0x1000+4K+4K", 0, 0, 0 },
+		/*
+		 * START 0: the length rounded up to whole pages wraps to a small
+		 * number, which is not below START (the library refuses these).
+		 */
+		{ "0+0xFFFFFFFFFFFFFFF2", 0, 0, 0 }, { "0-0xfffffffffffffff2", 0, 0, 0 },
+		{ "0+0xfffffffffffff001", 0, 0, 0 }, { "0-0xffffffffffffffff", 0, 0, 0 },
+		{ "0+0xfffffffffffff000", 1, 0, 0xfffffffffffff000ull },
+		{ "0+16777215T", 1, 0, 16777215ull << 40 },
+		{ "0x1000+0xffffffffffffe000", 1, 0x1000, 0xffffffffffffe000ull },
+		{ "0x1000+0xffffffffffffe001", 0, 0, 0 },
+		/* Empty fields, suffixes where none belong, trailing garbage. */
+		{ "+", 0, 0, 0 }, { "-", 0, 0, 0 }, { "0x1000+", 0, 0, 0 }, { "+4K", 0, 0, 0 },
+		{ "0x1000+K", 0, 0, 0 }, { "0x1000+0x", 0, 0, 0 }, { "0x1000+0K", 0, 0, 0 },
+		{ "4K+4K", 0, 0, 0 }, { "0x1000-8K", 0, 0, 0 }, { "0x1000+4K ", 0, 0, 0 },
+		{ "0x1000+4KB", 0, 0, 0 }, { "0x1000+4k", 1, 0x1000, 4096 },
+		{ "0x1000+16777216T", 0, 0, 0 }, { "0x1000-0x2000x", 0, 0, 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

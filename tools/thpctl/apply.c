@@ -185,11 +185,43 @@ static void print_text(const struct apply_req *q, const struct apply_result *res
 	}
 }
 
+/* Some failure (of the call or of one report) was error @e. */
+static bool failed_with(const struct apply_result *res, int e)
+{
+	if (res->ret == -e)
+		return true;
+	for (size_t i = 0; i < res->nreports; i++)
+		if (res->reports[i].attempted && res->reports[i].error == e)
+			return true;
+	return false;
+}
+
+/*
+ * Whatever failed, failed, and nothing at all was advised: exit status 1,
+ * not 3 ("partial" promises that the others were advised).
+ */
+static bool nothing_advised(const struct apply_req *q, const struct apply_result *res)
+{
+	if (q->all)
+		return res->all.mappings_advised == 0 && res->all.bytes_advised == 0;
+	if (res->ret != 0)
+		return false;
+	for (size_t i = 0; i < res->nreports; i++)
+		if (res->reports[i].bytes_advised)
+			return false;
+	return true;
+}
+
 /* stderr: why it failed, in the library's words plus what to do about it. */
 static void print_errors(const struct apply_req *q, const struct apply_result *res)
 {
 	size_t failed = 0;
 	bool reported = false; /* the call's error is the one of a report */
+	/*
+	 * With THP disabled for the process the kernel refuses every advice
+	 * with EINVAL: one line that says why instead of a list of EINVALs.
+	 */
+	bool thp_disabled = failed_with(res, EINVAL) && thpctl_thp_disabled(q->pid) == 1;
 
 	for (size_t i = 0; i < res->nreports; i++) {
 		const struct thp_report *r = &res->reports[i];
@@ -198,19 +230,27 @@ static void print_errors(const struct apply_req *q, const struct apply_result *r
 			continue;
 		if (res->ret == -r->error)
 			reported = true;
-		if (failed++ < MAX_ERROR_LINES)
+		if (failed++ < MAX_ERROR_LINES && !thp_disabled)
 			thpctl_error("apply: 0x%llx-0x%llx: failed at 0x%llx: %s",
 				     (unsigned long long)r->addr,
 				     (unsigned long long)(r->addr + r->len),
 				     (unsigned long long)r->fail_addr, report_error_text(r->error));
 	}
-	if (failed > MAX_ERROR_LINES)
+	if (failed > MAX_ERROR_LINES && !thp_disabled)
 		thpctl_error("apply: ... and %zu more failures (see the report lines)",
 			     failed - MAX_ERROR_LINES);
 	if (res->ret == -ESRCH && !q->self) {
 		thpctl_error("apply: process %d exited", (int)q->pid);
 		return;
 	}
+	if (thp_disabled)
+		thpctl_error("apply: THP is disabled for %s %d (PR_SET_THP_DISABLE, as set by "
+			     "\"thpctl run --policy never\"): the kernel refuses THP advice for all "
+			     "its memory", q->self ? "thpctl's own process" : "process", (int)q->pid);
+	if (!q->self && failed_with(res, EPERM))
+		thpctl_error("apply: advising another process needs CAP_SYS_NICE (process_madvise() "
+			     "asks for it) and ptrace read access to it (the same user, or "
+			     "CAP_SYS_PTRACE): thpctl lacks one of them for process %d", (int)q->pid);
 	if (res->ret < 0 && reported) {
 		thpctl_error("apply: stopped at the first failure (--skip-errors goes on past it)");
 		return;
@@ -228,11 +268,13 @@ static void print_errors(const struct apply_req *q, const struct apply_result *r
 		return;
 	}
 	if (q->all && res->all.failures_needed)
-		thpctl_error("apply: %llu of %llu mappings failed",
+		thpctl_error("apply: %llu of %llu mappings failed%s",
 			     (unsigned long long)res->all.failures_needed,
-			     (unsigned long long)res->all.mappings_seen);
+			     (unsigned long long)res->all.mappings_seen,
+			     nothing_advised(q, res) ? ", nothing was advised" : "");
 	else if (!q->all && failed)
-		thpctl_error("apply: %zu of %zu ranges failed", failed, q->nranges);
+		thpctl_error("apply: %zu of %zu ranges failed%s", failed, q->nranges,
+			     nothing_advised(q, res) ? ", nothing was advised" : "");
 }
 
 static int do_apply(const struct apply_req *q, int pidfd, struct apply_result *res)
@@ -254,7 +296,7 @@ static int do_apply(const struct apply_req *q, int pidfd, struct apply_result *r
 		res->backend_used = res->all.backend_used;
 		if (res->all.failures_needed < res->nreports)
 			res->nreports = res->all.failures_needed;
-		if (res->ret < 0)
+		if (res->ret < 0 || (res->all.failures_needed && nothing_advised(q, res)))
 			res->exit_status = THPCTL_EXIT_FAILURE;
 		else
 			res->exit_status = res->all.failures_needed ? THPCTL_EXIT_PARTIAL
@@ -271,7 +313,7 @@ static int do_apply(const struct apply_req *q, int pidfd, struct apply_result *r
 		res->ret = thp_apply_ranges(q->ranges, q->nranges, &o);
 		snprintf(res->detail, sizeof(res->detail), "%s", thp_strerror_detail());
 		res->backend_used = o.backend_used;
-		if (res->ret < 0)
+		if (res->ret < 0 || nothing_advised(q, res))
 			res->exit_status = THPCTL_EXIT_FAILURE;
 		else
 			res->exit_status = (size_t)res->ret == q->nranges ? THPCTL_EXIT_OK
@@ -295,11 +337,14 @@ static int parse_args(int argc, char **argv, struct apply_req *q, bool *help)
 		{ NULL, 0, NULL, 0 },
 	};
 	long page = sysconf(_SC_PAGESIZE);
+	unsigned long long seen = 0;
 	const char *why;
 	int opt;
 
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":p:a:h", longopts, NULL)) != -1) {
+		if (thpctl_option_once("apply", longopts, opt, &seen))
+			return THPCTL_EXIT_USAGE;
 		switch (opt) {
 		case 'p':
 			if (thpctl_parse_pid(optarg, &q->pid, &why))

@@ -3,6 +3,7 @@
 #ifndef THPCTL_CLI_H
 #define THPCTL_CLI_H
 
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -21,6 +22,16 @@ void thpctl_vusage_error(const char *cmd, const char *fmt, va_list ap)
 
 /* The getopt_long() error for the option at argv[optind - 1]. */
 int thpctl_bad_option(const char *cmd, char **argv, int opt);
+
+/*
+ * An option may be given once: a second --advice (or -p, ...) is a usage
+ * error rather than "the last one wins".  @opt is what getopt_long()
+ * returned, @longopts the table it was given (at most 64 entries); @seen
+ * collects one bit per entry.  Returns 0 the first time, else prints the
+ * error and returns THPCTL_EXIT_USAGE.
+ */
+int thpctl_option_once(const char *cmd, const struct option *longopts, int opt,
+		       unsigned long long *seen);
 
 /* Flush stdout and report a write error (e.g. a closed pipe) as failure. */
 int thpctl_finish_output(int status);

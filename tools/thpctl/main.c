@@ -66,13 +66,38 @@ static const struct subcommand commands[] = {
 	  "  -a, --advice ADVICE      huge (MADV_HUGEPAGE), nohuge (MADV_NOHUGEPAGE)\n"
 	  "                           or collapse (MADV_COLLAPSE)\n"
 	  "  --all                    every mapping of the process\n"
-	  "  --skip-errors            go on past failures (exit status 3 if any)\n"
+	  "  --skip-errors            go on past failures (exit status 3 if any,\n"
+	  "                           1 if all failed)\n"
 	  "  --no-error-on-unmapped   unmapped gaps inside a RANGE are not errors\n"
 	  "  --json                   machine-readable output (see doc/thpctl-json.md)\n"
 	  "  -h, --help               show this help\n"
 	  "\n"
-	  "Exit status: 0 all done, 1 failed, 2 bad command line (nothing applied),\n"
-	  "3 some ranges or mappings failed under --skip-errors.\n" },
+	  "Exit status: 0 all done, 1 failed (or nothing advised), 2 bad command line\n"
+	  "(nothing applied), 3 some ranges or mappings failed under --skip-errors.\n"
+	  "Options may be given once each.\n" },
+	{ "collapse", thpctl_cmd_collapse, "collapse a running process's memory into huge pages",
+	  "Usage: thpctl collapse -p PID [--watch] [--interval S] [--budget SIZE]\n"
+	  "                       [--time-budget S] [--min-present N] [--json]\n"
+	  "\n"
+	  "Collapse the private anonymous memory of a running process into huge pages\n"
+	  "with process_madvise(MADV_COLLAPSE), one 2 MiB extent at a time: extents\n"
+	  "that hold at least N resident pages and are not huge yet.  Mappings advised\n"
+	  "nohuge, file and shared memory, and processes with THP disabled are left\n"
+	  "alone.  Needs CAP_SYS_NICE and ptrace access to the process.\n"
+	  "\n"
+	  "Options:\n"
+	  "  -p, --pid PID       the process (required)\n"
+	  "  --watch             repeat every interval until the process exits\n"
+	  "  --interval S        seconds between passes with --watch (default 1)\n"
+	  "  --budget SIZE       collapse at most SIZE bytes per pass (default: no limit)\n"
+	  "  --time-budget S     start no collapse after S seconds of a pass (default 0.25)\n"
+	  "  --min-present N     resident 4 KiB pages an extent needs (default: 512 minus\n"
+	  "                      khugepaged/max_ptes_none)\n"
+	  "  --json              machine-readable output, one document per pass\n"
+	  "  -h, --help          show this help\n"
+	  "\n"
+	  "Exit status: 0 done, 1 failed (e.g. not permitted), 2 bad command line,\n"
+	  "3 the kernel refused some extents.\n" },
 	{ "run", thpctl_cmd_run, "run a command with a default THP policy",
 	  "Usage: thpctl run --policy huge|nohuge|never|system [--require-persistent]\n"
 	  "                  -- CMD [ARGS...]\n"
@@ -81,7 +106,8 @@ static const struct subcommand commands[] = {
 	  "inherits it.  Where the kernel cannot keep \"huge\" across exec(), CMD is\n"
 	  "started with libthp-preload.so in LD_PRELOAD and\n"
 	  "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 so that it and the programs it runs\n"
-	  "get huge-advised anonymous memory (not for static or setuid programs).\n"
+	  "get huge-advised anonymous memory (static programs: malloc only, through\n"
+	  "the tunable; setuid programs: neither).\n"
 	  "See thpctl(1).\n"
 	  "\n"
 	  "Exit status: CMD's, or 125 (thpctl failed), 126 (CMD not executable),\n"
@@ -157,6 +183,21 @@ int thpctl_bad_option(const char *cmd, char **argv, int opt)
 	if (strncmp(argv[optind - 1], "--", 2) && optopt > ' ' && optopt < 127)
 		return thpctl_usage_error(cmd, "unknown option '-%c'", optopt);
 	return thpctl_usage_error(cmd, "unknown option or bad use of '%s'", argv[optind - 1]);
+}
+
+int thpctl_option_once(const char *cmd, const struct option *longopts, int opt,
+		       unsigned long long *seen)
+{
+	for (unsigned int i = 0; i < 64 && longopts[i].name; i++) {
+		if (longopts[i].val != opt)
+			continue;
+		if (*seen & (1ULL << i))
+			return thpctl_usage_error(cmd, "option '--%s' given more than once",
+						  longopts[i].name);
+		*seen |= 1ULL << i;
+		return 0;
+	}
+	return 0;
 }
 
 int thpctl_finish_output(int status)

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* thpctl: strict command-line parsers and pidfd_open(). */
+#ifndef _GNU_SOURCE /* also built into fuzz/fuzz_thpctl_args with -D_GNU_SOURCE */
 #define _GNU_SOURCE
+#endif
 #include "parse.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -131,8 +134,14 @@ int thpctl_parse_range(const char *s, uint64_t page_size, struct thp_range *out,
 		*why = "START is not page aligned";
 		return -1;
 	}
-	/* The library rounds LEN up to whole pages: that must not wrap either. */
-	if (page_size && start + second + (page_size - 1) < start) {
+	/*
+	 * The library rounds LEN up to whole pages and refuses a range whose
+	 * end passes the top of the address space.  Compare against what is
+	 * left above START rather than adding: with START 0 a wrapped sum is
+	 * not below START.
+	 */
+	if (page_size && (second > UINT64_MAX - (page_size - 1) ||
+			  (second + page_size - 1) / page_size * page_size > UINT64_MAX - start)) {
 		*why = "range reaches the end of the address space";
 		return -1;
 	}
@@ -181,18 +190,77 @@ int thpctl_open_pidfd(pid_t pid)
 	return fd;
 }
 
+/* PF_KTHREAD in the flags field of /proc/PID/stat (include/linux/sched.h). */
+#define THPCTL_PF_KTHREAD 0x00200000UL
+
+/* 1: @pid is a kernel thread (no mm, nothing to show or advise); 0: not or unknown. */
+static int is_kernel_thread(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long flags;
+	const char *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* The name in parentheses may hold anything, ')' included: skip to the last. */
+	p = strrchr(buf, ')');
+	/* After it: state ppid pgrp session tty_nr tpgid flags. */
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return 0;
+	return (flags & THPCTL_PF_KTHREAD) != 0;
+}
+
 int thpctl_open_target(pid_t *pid, bool *self)
 {
+	int fd;
+
 	*self = *pid == 0 || *pid == getpid();
 	if (*self) {
 		*pid = getpid();
 		return THP_SELF;
 	}
-	return thpctl_open_pidfd(*pid);
+	fd = thpctl_open_pidfd(*pid);
+	/* Checked with the pidfd held: the number cannot be reused meanwhile. */
+	if (fd >= 0 && is_kernel_thread(*pid)) {
+		thpctl_error("process %d is a kernel thread: it has no user memory and no "
+			     "THP policy", (int)*pid);
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 void thpctl_close_target(int pidfd)
 {
 	if (pidfd > THP_SELF)
 		close(pidfd);
+}
+
+int thpctl_thp_disabled(pid_t pid)
+{
+	char path[64], line[256];
+	int ret = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		int enabled;
+
+		if (sscanf(line, "THP_enabled: %d", &enabled) == 1) {
+			ret = enabled == 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
 }

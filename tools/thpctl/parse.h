@@ -47,4 +47,10 @@ int thpctl_open_target(pid_t *pid, bool *self);
 /* Close what thpctl_open_target() opened (nothing for THP_SELF or -1). */
 void thpctl_close_target(int pidfd);
 
+/*
+ * Whether the kernel has THP disabled for @pid (PR_SET_THP_DISABLE, shown
+ * as "THP_enabled: 0" in /proc/PID/status): 1 yes, 0 no, -1 cannot tell.
+ */
+int thpctl_thp_disabled(pid_t pid);
+
 #endif

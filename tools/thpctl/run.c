@@ -26,6 +26,9 @@
 #include <thp/thp.h>
 
 #include "cli.h"
+#include "collapse.h"
+#include "parse.h"
+#include "preload_env.h"
 #include "thpctl.h"
 
 #ifndef THPCTL_PRELOAD_INSTALLED
@@ -38,14 +41,13 @@
  */
 #define PRELOAD_BUILD_DIR_REL "../preload"
 
-#define PRELOAD_NAME "libthp-preload.so"
-#define TUNABLE_NAME "glibc.malloc.hugetlb"
-#define TUNABLE_OURS TUNABLE_NAME "=1"
 
 struct run_args {
 	int policy;
 	bool require_persistent;
 	char **cmd; /* NULL-terminated, cmd[0] is CMD */
+	struct collapse_settings agent; /* interval 0: no collapse agent */
+	bool agent_asked, agent_verbose;
 };
 
 static int run_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -60,6 +62,33 @@ static int run_usage_error(const char *fmt, ...)
 	return THPCTL_EXIT_RUN_FAILED;
 }
 
+/* --collapse-interval S, --collapse-budget SIZE, --collapse-time-budget S, --collapse-verbose. */
+static int parse_agent_option(int argc, char **argv, int *i, struct run_args *a)
+{
+	const char *arg = argv[*i], *val, *why = "";
+	int bad;
+
+	if (!strcmp(arg, "--collapse-verbose")) {
+		a->agent_verbose = true;
+		return 0;
+	}
+	if (*i + 1 >= argc)
+		return run_usage_error("option '%s' needs an argument", arg);
+	val = argv[++*i];
+	a->agent_asked = true;
+	if (!strcmp(arg, "--collapse-interval"))
+		bad = collapse_parse_seconds(val, &a->agent.interval_ns, &why) ||
+		      (a->agent.interval_ns && a->agent.interval_ns < 10000000ULL &&
+		       (why = "below 0.01 s (0 turns the agent off)"));
+	else if (!strcmp(arg, "--collapse-budget"))
+		bad = thpctl_parse_size(val, &a->agent.budget_bytes, &why);
+	else if (!strcmp(arg, "--collapse-time-budget"))
+		bad = collapse_parse_seconds(val, &a->agent.budget_ns, &why);
+	else
+		return run_usage_error("unknown option '%s'", arg);
+	return bad ? run_usage_error("invalid %s '%s': %s", arg, val, why) : 0;
+}
+
 /*
  * Options end at "--" or at the first argument that is not one, as for
  * env(1): CMD's own options are never ours.  Returns -1 for --help.
@@ -72,6 +101,9 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 	a->policy = -1;
 	a->require_persistent = false;
 	a->cmd = NULL;
+	a->agent = (struct collapse_settings){ .interval_ns = COLLAPSE_DEFAULT_INTERVAL_NS,
+					       .budget_ns = COLLAPSE_DEFAULT_BUDGET_NS };
+	a->agent_asked = a->agent_verbose = false;
 	for (i = 1; i < argc; i++) {
 		const char *arg = argv[i];
 
@@ -91,6 +123,11 @@ static int parse_args(int argc, char **argv, struct run_args *a)
 			policy = argv[++i];
 		} else if (!strncmp(arg, "--policy=", 9)) {
 			policy = arg + 9;
+		} else if (!strncmp(arg, "--collapse-", 11)) {
+			int r = parse_agent_option(argc, argv, &i, a);
+
+			if (r)
+				return r;
 		} else {
 			return run_usage_error("unknown option '%s'", arg);
 		}
@@ -127,7 +164,7 @@ static bool own_path(char exe[PATH_MAX])
 
 const char *thpctl_preload_path(const char **why)
 {
-	static char tree[PATH_MAX + sizeof("/" PRELOAD_NAME)];
+	static char tree[PATH_MAX + sizeof("/" PRELOAD_ENV_SONAME)];
 	const char *env = getenv("THPCTL_PRELOAD");
 	char dir[PATH_MAX + sizeof("/" PRELOAD_BUILD_DIR_REL)], exe[PATH_MAX], *slash;
 
@@ -148,7 +185,7 @@ const char *thpctl_preload_path(const char **why)
 	 */
 	if (!realpath(dir, exe))
 		return THPCTL_PRELOAD_INSTALLED;
-	snprintf(tree, sizeof(tree), "%s/" PRELOAD_NAME, exe);
+	snprintf(tree, sizeof(tree), "%s/" PRELOAD_ENV_SONAME, exe);
 	return tree;
 }
 
@@ -187,62 +224,19 @@ static char *find_preload(void)
 	return abs;
 }
 
-static bool is_our_preload(const char *entry, size_t len)
-{
-	size_t n = sizeof(PRELOAD_NAME) - 1;
-
-	return len >= n && !memcmp(entry + len - n, PRELOAD_NAME, n) &&
-	       (len == n || entry[len - n - 1] == '/');
-}
-
-/* glibc.malloc.hugetlb with any value. */
-static bool is_hugetlb_tunable(const char *entry, size_t len)
-{
-	size_t n = sizeof(TUNABLE_NAME) - 1;
-
-	return len > n && !memcmp(entry, TUNABLE_NAME, n) && entry[n] == '=';
-}
-
-/* Exactly the one thpctl adds. */
-static bool is_our_tunable(const char *entry, size_t len)
-{
-	return len == sizeof(TUNABLE_OURS) - 1 && !memcmp(entry, TUNABLE_OURS, len);
-}
-
 /*
- * Rewrite the list in environment variable @var (entries separated by any
- * of @seps, joined again with ':'): drop the entries @drop matches, put
- * @first in front and @last at the end (either may be NULL), unset it when
- * nothing is left.  0, or -1 on allocation failure.
+ * Rewrite the list in environment variable @var (preload_env_list_edit()),
+ * unset it when nothing is left.  0, or -1 with errno set.
  */
-static int edit_list(const char *var, const char *seps, bool (*drop)(const char *, size_t),
+static int edit_list(const char *var, const char *seps, preload_env_match drop,
 		     const char *first, const char *last)
 {
-	const char *old = getenv(var), *p;
-	size_t cap = (old ? strlen(old) : 0) + (first ? strlen(first) : 0) +
-		     (last ? strlen(last) : 0) + 3;
-	char *out = malloc(cap);
-	size_t len = 0;
+	char *out = preload_env_list_edit(getenv(var), seps, drop, first, last);
 	int r;
 
 	if (!out)
 		return -1;
-	out[0] = 0;
-	if (first)
-		len += (size_t)snprintf(out + len, cap - len, "%s", first);
-	for (p = old; p && *p;) {
-		size_t n = strcspn(p, seps);
-
-		if (n && !drop(p, n))
-			len += (size_t)snprintf(out + len, cap - len, "%s%.*s", len ? ":" : "",
-						(int)n, p);
-		p += n;
-		if (*p)
-			p++;
-	}
-	if (last)
-		len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? ":" : "", last);
-	r = len ? setenv(var, out, 1) : unsetenv(var);
+	r = *out ? setenv(var, out, 1) : unsetenv(var);
 	free(out);
 	return r;
 }
@@ -251,9 +245,11 @@ static int edit_list(const char *var, const char *seps, bool (*drop)(const char 
 static int set_env(const char *preload)
 {
 	/* With the preload, ours replaces any hugetlb value; without, only ours goes. */
-	if (edit_list("LD_PRELOAD", " :", is_our_preload, preload, NULL) ||
-	    edit_list("GLIBC_TUNABLES", ":", preload ? is_hugetlb_tunable : is_our_tunable, NULL,
-		      preload ? TUNABLE_OURS : NULL)) {
+	if (edit_list("LD_PRELOAD", PRELOAD_ENV_LD_SEPS, preload_env_is_our_preload, preload,
+		      NULL) ||
+	    edit_list("GLIBC_TUNABLES", PRELOAD_ENV_TUNABLE_SEPS,
+		      preload ? preload_env_is_hugetlb_tunable : preload_env_is_our_tunable, NULL,
+		      preload ? PRELOAD_ENV_TUNABLE_OURS : NULL)) {
 		thpctl_error("run: cannot update the environment: %s", strerror(errno));
 		return -1;
 	}
@@ -307,8 +303,21 @@ int thpctl_cmd_run(int argc, char **argv)
 	}
 	err = set_env(preload);
 	free(preload);
+	/* Tells a collapse agent above a nested run which policy this tree has. */
+	if (!err && setenv("THPCTL_RUN_POLICY", thp_policy_name((unsigned int)a.policy), 1))
+		err = -1;
 	if (err)
 		return THPCTL_EXIT_RUN_FAILED;
+	/* What the preload cannot reach (thread arenas, static, Go) the agent collapses. */
+	if (a.policy == THP_POLICY_HUGE && !d.persistent && a.agent.interval_ns) {
+		const char *why = "";
+
+		if (thpctl_agent_possible(&why))
+			return thpctl_agent_run(a.cmd, &a.agent, a.agent_verbose);
+		if (a.agent_asked || a.agent_verbose)
+			thpctl_error("run: note: no collapse agent: %s; only the preload applies",
+				     why);
+	}
 	fflush(NULL);
 	execvp(a.cmd[0], a.cmd);
 	saved = errno;

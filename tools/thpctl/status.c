@@ -31,6 +31,8 @@ struct status_data {
 	/* Mappings (all of them; the filters apply when printing). */
 	struct thp_mapping_state *maps;
 	size_t nmaps;
+	/* Effective coverage, over all mappings (thp_query() totals). */
+	uint64_t anon, anon_huge, alignable;
 };
 
 struct totals {
@@ -109,6 +111,37 @@ static const char *persistent_text(const struct status_data *d)
 	return d->def.persistent ? "yes" : "no";
 }
 
+/* Percent of @part in @whole, 0 for an empty whole. */
+static unsigned int percent(uint64_t part, uint64_t whole)
+{
+	return whole ? (unsigned int)(part * 100 / whole) : 0;
+}
+
+/*
+ * A HUGE policy whose effect falls far short: under half of what could be
+ * huge is, and at least one huge page's worth could be.
+ */
+#define LOW_COVERAGE_PERCENT 50
+static bool low_coverage(const struct status_data *d)
+{
+	return d->policy_known && d->def.policy == THP_POLICY_HUGE &&
+	       d->alignable >= 2 * 1024 * 1024 &&
+	       percent(d->anon_huge, d->alignable) < LOW_COVERAGE_PERCENT;
+}
+
+static void print_coverage(const struct status_data *d)
+{
+	printf("coverage: %llu kB of %llu kB anonymous memory in huge pages (%u%%); "
+	       "%llu kB could be (%u%% of that is)\n",
+	       (unsigned long long)(d->anon_huge >> 10), (unsigned long long)(d->anon >> 10),
+	       percent(d->anon_huge, d->anon), (unsigned long long)(d->alignable >> 10),
+	       percent(d->anon_huge, d->alignable));
+	if (low_coverage(d))
+		printf("warning: the policy is huge, but %s of the memory that could be huge is "
+		       "(\"thpctl collapse -p %d\" collapses it)\n",
+		       d->anon_huge ? "less than half" : "none", (int)d->pid);
+}
+
 static void print_text(const struct status_opts *o, const struct status_data *d)
 {
 	struct totals t = { 0 };
@@ -117,13 +150,16 @@ static void print_text(const struct status_opts *o, const struct status_data *d)
 	if (!d->policy_known) {
 		printf("policy: system or nohuge (not distinguishable from outside the process)\n");
 	} else {
-		printf("policy: %s\n", thp_policy_name(d->def.policy));
+		printf("policy: %s%s\n", thp_policy_name(d->def.policy),
+		       !low_coverage(d) ? "" : d->anon_huge ? " (intended: low coverage, see below)"
+							    : " (intended: nothing is huge)");
 		if (d->def.backend_used == THP_BACKEND_AUTO)
 			printf("mechanism: none (the system-wide THP mode applies)\n");
 		else
 			printf("mechanism: %s\n", thp_backend_name(d->def.backend_used));
 		printf("persistent: %s\n", persistent_text(d));
 	}
+	print_coverage(d);
 	printf("\n%-33s %10s %-6s %-8s %11s %10s %s\n", "RANGE", "SIZE_KB", "ADVICE",
 	       "ELIGIBLE", "ANONHUGE_KB", "RSS_KB", "NAME");
 	for (size_t i = 0; i < d->nmaps; i++) {
@@ -186,6 +222,15 @@ static int print_json(const struct status_opts *o, const struct status_data *d)
 		json_null(&j, "persistent_by");
 		json_string(&j, "detail", d->detail);
 	}
+	json_end_object(&j);
+
+	json_begin_object(&j, "coverage");
+	json_u64(&j, "anon_bytes", d->anon);
+	json_u64(&j, "anon_huge_bytes", d->anon_huge);
+	json_u64(&j, "anon_alignable_bytes", d->alignable);
+	json_u64(&j, "huge_percent_of_anon", percent(d->anon_huge, d->anon));
+	json_u64(&j, "huge_percent_of_alignable", percent(d->anon_huge, d->alignable));
+	json_bool(&j, "low", low_coverage(d));
 	json_end_object(&j);
 
 	json_begin_object(&j, "filter");
@@ -270,6 +315,9 @@ static int gather(int pidfd, struct status_data *d)
 		}
 		if (q.states_needed <= cap) {
 			d->nmaps = (size_t)r;
+			d->anon = q.anon_bytes;
+			d->anon_huge = q.anon_huge_bytes;
+			d->alignable = q.anon_alignable_bytes;
 			return 0;
 		}
 		cap = q.states_needed + 16;
@@ -298,10 +346,13 @@ int thpctl_cmd_status(int argc, char **argv)
 	struct status_opts o = { 0 };
 	struct status_data d;
 	int opt, pidfd = THP_SELF, status = THPCTL_EXIT_FAILURE;
+	unsigned long long seen = 0;
 	const char *why;
 
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":p:h", longopts, NULL)) != -1) {
+		if (thpctl_option_once("status", longopts, opt, &seen))
+			return THPCTL_EXIT_USAGE;
 		switch (opt) {
 		case 'p':
 			if (thpctl_parse_pid(optarg, &o.pid, &why))

@@ -146,6 +146,27 @@ class IntegerArguments(unittest.TestCase):
             ("query", "pidfd.fileno()",
              lambda v: thp.query(a, PMD, pidfd=Fileno(v)),
              bad_integers("int", thp.SELF) + [(0, ValueError)]),
+            # budget_bytes=1: nothing fits, so a valid pass changes nothing.
+            ("collapse", "pidfd", lambda v: thp.collapse(pidfd=v, budget_bytes=1),
+             bad_integers("int", thp.SELF)),
+            ("collapse", "pidfd.fileno()",
+             lambda v: thp.collapse(pidfd=Fileno(v), budget_bytes=1),
+             bad_integers("int", thp.SELF) + [(0, ValueError)]),
+            ("collapse", "min_present_pages",
+             lambda v: thp.collapse(min_present_pages=v, budget_bytes=1),
+             bad_integers("uint32_t", 0) + [(513, thp.ThpError)]),
+            ("collapse", "budget_bytes", lambda v: thp.collapse(budget_bytes=v),
+             bad_integers("uint64_t", 1)),
+            ("collapse", "budget_ns",
+             lambda v: thp.collapse(budget_ns=v, budget_bytes=1),
+             bad_integers("uint64_t", 0)),
+            ("collapse", "max_failures (failures_cap)",
+             lambda v: thp.collapse(max_failures=v, budget_bytes=1),
+             bad_integers("uint64_t", 16)),
+            ("coverage", "pidfd", lambda v: thp.coverage(pidfd=v),
+             bad_integers("int", thp.SELF)),
+            ("coverage", "pidfd.fileno()", lambda v: thp.coverage(pidfd=Fileno(v)),
+             bad_integers("int", thp.SELF) + [(0, ValueError)]),
             ("backend_name", "backend", thp.backend_name,
              bad_integers("uint32_t", thp.Backend.MADVISE)),
             ("policy_name", "policy", thp.policy_name,
@@ -161,7 +182,8 @@ class IntegerArguments(unittest.TestCase):
         # Every public function that takes an argument is in the table.
         self.assertEqual({c[0] for c in cases},
                          {"apply_ranges", "apply_all", "set_default",
-                          "get_default", "query", "backend_name",
+                          "get_default", "query", "collapse", "coverage",
+                          "backend_name",
                           "policy_name", "strerror"})
         return cases
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Tests of the libthp Python binding on real memory of this process."""
 
+import ctypes
 import errno
 import unittest
 
@@ -154,6 +155,43 @@ class Info(unittest.TestCase):
         self.assertEqual(thp.policy_name(thp.Policy.SYSTEM), "system")
         self.assertEqual(thp.backend_name(thp.Backend.MADVISE), "madvise")
         self.assertTrue(thp.strerror(-errno.EINVAL))
+
+
+
+class Collapse(unittest.TestCase):
+    """collapse() and coverage() on this process's own memory."""
+
+    def test_collapse_touched_region(self):
+        base = raw_mmap(10 << 20)
+        try:
+            aligned = (base + PMD - 1) & ~(PMD - 1)
+            view = (ctypes.c_char * (8 << 20)).from_address(aligned)
+            for off in range(0, 8 << 20, PAGE):
+                view[off] = b"\x5a"
+            self.assertNotIn("hg", vmflags(aligned))
+            before = thp.coverage()
+            self.assertGreaterEqual(before.anon_bytes, 8 << 20)
+            res = thp.collapse()
+            self.assertGreaterEqual(res.extents_collapsed, 4)
+            self.assertEqual(res.count, min(res.extents_collapsed, 2**31 - 1))
+            self.assertFalse(res.thp_disabled)
+            self.assertGreaterEqual(res.anon_huge_after - res.anon_huge_before,
+                                    4 * PMD)
+            states = thp.query(aligned, 8 << 20)
+            self.assertEqual(sum(s.anon_huge_bytes for s in states), 8 << 20)
+            after = thp.coverage()
+            self.assertGreaterEqual(after.anon_huge_bytes, 8 << 20)
+            self.assertGreater(after.ratio, before.ratio)
+            # Contents unchanged.
+            self.assertTrue(all(view[off] == b"\x5a"
+                                for off in range(0, 8 << 20, PAGE)))
+        finally:
+            raw_munmap(base, 10 << 20)
+
+    def test_bad_min_present(self):
+        with self.assertRaises(thp.ThpError) as cm:
+            thp.collapse(min_present_pages=513)
+        self.assertEqual(cm.exception.errno, errno.EINVAL)
 
 
 if __name__ == "__main__":

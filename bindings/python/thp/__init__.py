@@ -29,9 +29,9 @@ __all__ = [
     "HUGE", "NOHUGE", "COLLAPSE",
     "SELF", "MAX_RANGES",
     "ThpError", "Report", "ApplyResult", "ApplyAllResult", "DefaultState",
-    "ProbeInfo", "MappingState",
+    "ProbeInfo", "MappingState", "Coverage", "CollapseResult",
     "apply_ranges", "apply_all", "set_default", "get_default", "probe",
-    "query", "version", "backend_name", "policy_name", "strerror",
+    "query", "coverage", "collapse", "version", "backend_name", "policy_name", "strerror",
     "RangeLike", "PidfdLike", "SupportsFileno",
 ]
 
@@ -216,10 +216,45 @@ class _QueryOpts(ctypes.Structure):
         ("_states", _ptr64("states", ctypes.POINTER(_MappingState))),
         ("states_cap", ctypes.c_uint64),
         ("states_needed", ctypes.c_uint64),
+        ("anon_bytes", ctypes.c_uint64),
+        ("anon_huge_bytes", ctypes.c_uint64),
+        ("anon_alignable_bytes", ctypes.c_uint64),
     ]
 
 
-# The same sizes on every ABI (thp.h's _Static_asserts): the layout must match thp.h.
+class _CollapseOpts(ctypes.Structure):
+    _anonymous_ = ("_failures",)
+    _fields_ = [
+        ("sz", ctypes.c_uint64),
+        ("pidfd", ctypes.c_int32),
+        ("flags", ctypes.c_uint32),
+        ("min_present_pages", ctypes.c_uint32),
+        ("reserved0", ctypes.c_uint32),
+        ("budget_bytes", ctypes.c_uint64),
+        ("budget_ns", ctypes.c_uint64),
+        ("_failures", _ptr64("failures", ctypes.POINTER(_Report))),
+        ("failures_cap", ctypes.c_uint64),
+        ("failures_needed", ctypes.c_uint64),
+        ("mappings_seen", ctypes.c_uint64),
+        ("mappings_eligible", ctypes.c_uint64),
+        ("mappings_nohuge", ctypes.c_uint64),
+        ("extents_collapsed", ctypes.c_uint64),
+        ("extents_sparse", ctypes.c_uint64),
+        ("extents_failed", ctypes.c_uint64),
+        ("extents_over_budget", ctypes.c_uint64),
+        ("bytes_collapsed", ctypes.c_uint64),
+        ("anon_bytes", ctypes.c_uint64),
+        ("anon_huge_before", ctypes.c_uint64),
+        ("anon_huge_after", ctypes.c_uint64),
+        ("thp_disabled", ctypes.c_uint32),
+        ("reserved1", ctypes.c_uint32),
+        ("elapsed_ns", ctypes.c_uint64),
+    ]
+
+
+# The same sizes on every ABI (thp.h's _Static_asserts): the layout must
+# match thp.h exactly.  An ImportError rather than an assert, which python
+# -O would drop.
 _EXPECTED_SIZES = {
     _Range: 16,
     _Report: 72,
@@ -228,11 +263,13 @@ _EXPECTED_SIZES = {
     _DefaultOpts: 48,
     _ProbeInfo: 40,
     _MappingState: 104,
-    _QueryOpts: 56,
+    _QueryOpts: 80,
+    _CollapseOpts: 168,
 }
 for _cls, _size in _EXPECTED_SIZES.items():
-    assert ctypes.sizeof(_cls) == _size, (
-        "%s is %d bytes, expected %d" % (_cls.__name__, ctypes.sizeof(_cls), _size))
+    if ctypes.sizeof(_cls) != _size:
+        raise ImportError("thp: %s is %d bytes, thp.h says %d"
+                          % (_cls.__name__, ctypes.sizeof(_cls), _size))
 
 
 # ----------------------------------------------------------------- loading
@@ -262,6 +299,7 @@ _thp_set_default = _fn("thp_set_default", ctypes.c_int, [ctypes.POINTER(_Default
 _thp_get_default = _fn("thp_get_default", ctypes.c_int, [ctypes.POINTER(_DefaultOpts)])
 _thp_probe = _fn("thp_probe", ctypes.c_int, [ctypes.POINTER(_ProbeInfo)])
 _thp_query = _fn("thp_query", ctypes.c_int, [ctypes.POINTER(_QueryOpts)])
+_thp_collapse = _fn("thp_collapse", ctypes.c_int, [ctypes.POINTER(_CollapseOpts)])
 _thp_backend_name = _fn("thp_backend_name", ctypes.c_char_p, [ctypes.c_uint])
 _thp_policy_name = _fn("thp_policy_name", ctypes.c_char_p, [ctypes.c_uint])
 _thp_strerror = _fn("thp_strerror", ctypes.c_char_p, [ctypes.c_int])
@@ -693,6 +731,92 @@ def query(addr: int = 0, length: int = 0,
                          anon_huge_bytes=s.anon_huge_bytes,
                          rss_bytes=s.rss_bytes, name=_s(s.name))
             for s in states[:ret]]
+
+
+@dataclass
+class Coverage:
+    """Effective THP coverage of a process (thp_query() totals): resident
+    anonymous memory, how much of it is huge, and how much could be (that
+    of private anonymous mappings not advised nohuge, in whole 2 MiB
+    extents)."""
+    anon_bytes: int
+    anon_huge_bytes: int
+    anon_alignable_bytes: int
+
+    @property
+    def ratio(self) -> float:
+        """anon_huge_bytes / anon_alignable_bytes (0.0 when nothing could be huge)."""
+        if not self.anon_alignable_bytes:
+            return 0.0
+        return self.anon_huge_bytes / self.anon_alignable_bytes
+
+
+def coverage(pidfd: PidfdLike = None) -> Coverage:
+    """Anonymous memory, AnonHugePages and what could be huge, for self or a
+    pidfd (the totals of thp_query())."""
+    opts = _QueryOpts(sz=ctypes.sizeof(_QueryOpts), pidfd=_pidfd(pidfd))
+    _check(_thp_query(ctypes.byref(opts)), "thp_query")
+    return Coverage(anon_bytes=opts.anon_bytes,
+                    anon_huge_bytes=opts.anon_huge_bytes,
+                    anon_alignable_bytes=opts.anon_alignable_bytes)
+
+
+@dataclass
+class CollapseResult:
+    """Result of collapse() (struct thp_collapse_opts)."""
+    count: int
+    thp_disabled: bool
+    mappings_seen: int
+    mappings_eligible: int
+    mappings_nohuge: int
+    extents_collapsed: int
+    extents_sparse: int
+    extents_failed: int
+    extents_over_budget: int
+    bytes_collapsed: int
+    anon_bytes: int
+    anon_huge_before: int
+    anon_huge_after: int
+    elapsed_ns: int
+    failures_needed: int
+    failures: List[Report] = field(default_factory=list)
+
+
+def collapse(pidfd: PidfdLike = None, min_present_pages: int = 0,
+             budget_bytes: int = 0, budget_ns: int = 0,
+             max_failures: int = 16) -> CollapseResult:
+    """One collapse pass over self or a pidfd (thp_collapse()): the private
+    anonymous, not-nohuge 2 MiB extents with at least ``min_present_pages``
+    resident pages (0: the kernel's max_ptes_none) become huge pages, within
+    ``budget_bytes`` / ``budget_ns`` (0: no limit).  Up to ``max_failures``
+    (a size_t) refused extents are reported."""
+    min_present = _nonneg("min_present_pages", min_present_pages, "uint32_t")
+    budget_bytes = _nonneg("budget_bytes", budget_bytes, "uint64_t")
+    budget_ns = _nonneg("budget_ns", budget_ns, "uint64_t")
+    cap = _nonneg("max_failures", max_failures, "size_t")
+    c_fail = (_Report * max(cap, 1))()
+    opts = _CollapseOpts(sz=ctypes.sizeof(_CollapseOpts), pidfd=_pidfd(pidfd),
+                         min_present_pages=min_present,
+                         budget_bytes=budget_bytes, budget_ns=budget_ns,
+                         failures=ctypes.cast(c_fail, ctypes.POINTER(_Report)),
+                         failures_cap=cap)
+    ret = _thp_collapse(ctypes.byref(opts))
+    failures = [Report._from_c(c_fail[i])
+                for i in range(min(opts.failures_needed, cap))]
+    _check(ret, "thp_collapse", failures)
+    return CollapseResult(
+        count=ret, thp_disabled=bool(opts.thp_disabled),
+        mappings_seen=opts.mappings_seen,
+        mappings_eligible=opts.mappings_eligible,
+        mappings_nohuge=opts.mappings_nohuge,
+        extents_collapsed=opts.extents_collapsed,
+        extents_sparse=opts.extents_sparse,
+        extents_failed=opts.extents_failed,
+        extents_over_budget=opts.extents_over_budget,
+        bytes_collapsed=opts.bytes_collapsed, anon_bytes=opts.anon_bytes,
+        anon_huge_before=opts.anon_huge_before,
+        anon_huge_after=opts.anon_huge_after, elapsed_ns=opts.elapsed_ns,
+        failures_needed=opts.failures_needed, failures=failures)
 
 
 def version() -> str:

@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * thp_collapse(): one khugepaged-like pass over a process, from user space.
+ *
+ * 1. smaps, read once: which mappings are private anonymous memory the
+ *    policy allows (not nohuge, THP not disabled), and whether any of their
+ *    resident anonymous memory is not huge yet (Anonymous > AnonHugePages):
+ *    a mapping that is all huge costs nothing more.
+ * 2. For the rest, resident pages per 2 MiB extent, from PAGEMAP_SCAN on
+ *    /proc/PID/pagemap (6.7+: one ioctl per mapping, present-and-not-huge
+ *    pages only, so huge extents drop out), else 4 KiB of pagemap per extent.
+ * 3. process_madvise(MADV_COLLAPSE) per extent: over a longer range the
+ *    kernel stops at the first extent it cannot collapse (an empty one is
+ *    enough), so one call per extent is what makes the pass complete.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compat.h"
+#include "internal.h"
+#include "syscall.h"
+
+#define PM_PRESENT (1ULL << 63)
+#define PM_PFN_MASK ((1ULL << 55) - 1)
+#define SCAN_WINDOW 64 /* extents counted at a time (128 MiB) */
+
+_Static_assert(sizeof(struct thp_collapse_opts) == THP_COLLAPSE_OPTS_SIZE_VER0,
+	       "published size of struct thp_collapse_opts");
+
+/* The aligned part of an eligible mapping that holds non-huge anonymous memory. */
+struct span {
+	uint64_t start, end;
+};
+
+struct pass {
+	struct thp_collapse_opts *o;
+	struct thp_target *t;
+	uint64_t pmd, page;
+	uint32_t min_present;
+	int pagemap_fd;     /* -1 until needed */
+	bool no_scan_ioctl; /* PAGEMAP_SCAN refused: read pagemap entries */
+	uint64_t t0;
+	struct span *spans;
+	size_t nr_spans, cap_spans;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* The kernel's own threshold: khugepaged collapses with up to max_ptes_none empty. */
+static uint32_t default_min_present(uint32_t pages_per_pmd)
+{
+	char buf[32];
+	long n = sys_read_file("/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none",
+			       buf, sizeof(buf));
+	unsigned long none;
+
+	if (n <= 0)
+		return 1;
+	none = strtoul(buf, NULL, 10);
+	return none >= pages_per_pmd ? 1 : pages_per_pmd - (uint32_t)none;
+}
+
+static int validate(struct thp_collapse_opts *o, uint32_t pages_per_pmd)
+{
+	int err = opts_check(o, sizeof(*o), THP_COLLAPSE_OPTS_SIZE_VER0);
+
+	if (err)
+		return err;
+	if (o->flags) {
+		report_set_detail("unknown flags 0x%x (none are defined)", o->flags);
+		return -EINVAL;
+	}
+	if (o->reserved0 || o->reserved1) {
+		report_set_detail("reserved fields must be zero");
+		return -EINVAL;
+	}
+	if (o->failures_cap && !o->failures) {
+		report_set_detail("failures is NULL but failures_cap is %llu",
+				  (unsigned long long)o->failures_cap);
+		return -EINVAL;
+	}
+	if (o->min_present_pages > pages_per_pmd) {
+		report_set_detail("min_present_pages %u is above the %u pages of a huge page",
+				  o->min_present_pages, pages_per_pmd);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void reset_results(struct thp_collapse_opts *o)
+{
+	o->failures_needed = 0;
+	o->mappings_seen = o->mappings_eligible = o->mappings_nohuge = 0;
+	o->extents_collapsed = o->extents_sparse = o->extents_failed = 0;
+	o->extents_over_budget = o->bytes_collapsed = 0;
+	o->anon_bytes = o->anon_huge_before = o->anon_huge_after = 0;
+	o->thp_disabled = 0;
+	o->elapsed_ns = 0;
+}
+
+static int permission_error(const struct thp_target *t, const char *what)
+{
+	report_set_detail("not allowed to %s of process %d: that needs ptrace read access (the "
+			  "same user, not a setuid program) and CAP_SYS_NICE", what, (int)t->pid);
+	return -EPERM;
+}
+
+static int add_span(struct pass *p, uint64_t start, uint64_t end)
+{
+	if (p->nr_spans == p->cap_spans) {
+		size_t cap = p->cap_spans ? 2 * p->cap_spans : 32;
+		struct span *n = realloc(p->spans, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		p->spans = n;
+		p->cap_spans = cap;
+	}
+	p->spans[p->nr_spans].start = start;
+	p->spans[p->nr_spans].end = end;
+	p->nr_spans++;
+	return 0;
+}
+
+/*
+ * Step 1.  The spans are collected before anything is collapsed: smaps is
+ * read in pieces at file offsets, and collapsing changes its text.
+ * @spans false: only sum AnonHugePages (after the pass).
+ */
+static int read_smaps(struct pass *p, bool spans, uint64_t *anon_huge)
+{
+	struct thp_collapse_opts *o = p->o;
+	struct smaps_reader sr;
+	struct thp_mapping_state m;
+	struct smaps_extra x;
+	int r;
+
+	r = smaps_open(&sr, p->t);
+	if (r == -EACCES || r == -EPERM)
+		return permission_error(p->t, "read the mappings");
+	if (r)
+		return r;
+	*anon_huge = 0;
+	while ((r = smaps_next_x(&sr, &m, &x)) == 1) {
+		uint64_t start = (m.start + p->pmd - 1) & ~(p->pmd - 1);
+		uint64_t end = m.end & ~(p->pmd - 1);
+
+		*anon_huge += m.anon_huge_bytes;
+		if (!spans)
+			continue;
+		o->mappings_seen++;
+		o->anon_bytes += x.anon_bytes;
+		if (!smaps_private_anon(&m, &x))
+			continue;
+		if (m.advised_nohuge) {
+			o->mappings_nohuge++;
+			continue;
+		}
+		o->mappings_eligible++;
+		/* Nothing small enough to collapse: no page table walk for it. */
+		if (start >= end || x.anon_bytes < m.anon_huge_bytes ||
+		    x.anon_bytes - m.anon_huge_bytes < (uint64_t)p->min_present * p->page)
+			continue;
+		r = add_span(p, start, end);
+		if (r)
+			break;
+	}
+	line_reader_close(&sr.lr);
+	return r < 0 ? r : 0;
+}
+
+static int open_pagemap(struct pass *p)
+{
+	char path[64];
+	int fd;
+
+	if (p->pagemap_fd >= 0)
+		return 0;
+	if (p->t->self)
+		snprintf(path, sizeof(path), "/proc/self/pagemap");
+	else
+		snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)p->t->pid);
+	fd = sys_open(path, O_RDONLY);
+	if (fd == -EACCES || fd == -EPERM)
+		return permission_error(p->t, "read the page tables");
+	if (fd == -ENOENT)
+		return -ESRCH;
+	if (fd < 0)
+		return fd;
+	p->pagemap_fd = fd;
+	return 0;
+}
+
+/* Resident, not huge, not the zero page: pages per extent of [start, end), by ioctl. */
+static int count_by_scan(struct pass *p, uint64_t start, uint64_t end, uint32_t *count)
+{
+	struct page_region regions[64];
+	struct pm_scan_arg a;
+	uint64_t at = start;
+
+	while (at < end) {
+		long n;
+
+		memset(&a, 0, sizeof(a));
+		a.size = sizeof(a);
+		a.start = at;
+		a.end = end;
+		a.vec = (uintptr_t)regions;
+		a.vec_len = ARRAY_LEN(regions);
+		a.category_mask = PAGE_IS_PRESENT | PAGE_IS_HUGE | PAGE_IS_PFNZERO;
+		a.category_inverted = PAGE_IS_HUGE | PAGE_IS_PFNZERO;
+		a.return_mask = PAGE_IS_PRESENT;
+		n = sys_ioctl(p->pagemap_fd, PAGEMAP_SCAN, &a);
+		if (n < 0)
+			return (int)n;
+		for (long i = 0; i < n; i++) {
+			for (uint64_t s = regions[i].start; s < regions[i].end;) {
+				uint64_t ext_end = (s & ~(p->pmd - 1)) + p->pmd;
+				uint64_t e = regions[i].end < ext_end ? regions[i].end : ext_end;
+
+				count[(s - start) / p->pmd] += (uint32_t)((e - s) / p->page);
+				s = e;
+			}
+		}
+		if (a.walk_end <= at)
+			break;
+		at = a.walk_end;
+	}
+	return 0;
+}
+
+/* Fallback before 6.7: pagemap entries.  A PMD-mapped extent shows as 512 aligned PFNs. */
+static int count_by_read(struct pass *p, uint64_t start, uint64_t end, uint32_t *count)
+{
+	uint64_t entries[512];
+	size_t per = (size_t)(p->pmd / p->page);
+
+	if (per > ARRAY_LEN(entries))
+		return -EOPNOTSUPP;
+	for (uint64_t s = start; s < end; s += p->pmd) {
+		long n = sys_pread(p->pagemap_fd, entries, per * sizeof(entries[0]),
+				   (off_t)(s / p->page * sizeof(entries[0])));
+		uint32_t present = 0;
+		uint64_t pfn0 = entries[0] & PM_PFN_MASK;
+		bool contiguous = pfn0 && pfn0 % per == 0;
+
+		if (n < 0)
+			return (int)n;
+		for (size_t i = 0; i < (size_t)n / sizeof(entries[0]); i++) {
+			present += !!(entries[i] & PM_PRESENT);
+			contiguous = contiguous && (entries[i] & PM_PRESENT) &&
+				     (entries[i] & PM_PFN_MASK) == pfn0 + i;
+		}
+		count[(s - start) / p->pmd] = contiguous ? 0 : present;
+	}
+	return 0;
+}
+
+static void record_failure(struct pass *p, uint64_t addr, int error)
+{
+	struct thp_collapse_opts *o = p->o;
+
+	o->extents_failed++;
+	if (o->failures && o->failures_needed < o->failures_cap) {
+		struct thp_report *r = &o->failures[o->failures_needed];
+
+		memset(r, 0, sizeof(*r));
+		r->addr = addr;
+		r->len = p->pmd;
+		r->fail_addr = addr;
+		r->error = error;
+		r->backend = THP_BACKEND_PROCESS_MADVISE;
+		r->attempted = 1;
+	}
+	o->failures_needed++;
+}
+
+static bool over_budget(const struct pass *p)
+{
+	const struct thp_collapse_opts *o = p->o;
+
+	if (o->budget_bytes && o->bytes_collapsed + p->pmd > o->budget_bytes)
+		return true;
+	return o->budget_ns && now_ns() - p->t0 >= o->budget_ns;
+}
+
+/* Steps 2 and 3 for one window of at most SCAN_WINDOW extents. */
+static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
+{
+	struct thp_collapse_opts *o = p->o;
+	uint32_t count[SCAN_WINDOW] = { 0 };
+	int r = -ENOTTY;
+
+	if (!p->no_scan_ioctl) {
+		r = count_by_scan(p, start, end, count);
+		/* Older kernels: no such ioctl. */
+		if (r == -ENOTTY || r == -EINVAL) {
+			p->no_scan_ioctl = true;
+			memset(count, 0, sizeof(count));
+		}
+	}
+	if (p->no_scan_ioctl)
+		r = count_by_read(p, start, end, count);
+	if (r)
+		return r;
+	for (uint64_t s = start; s < end; s += p->pmd) {
+		struct iovec iov = { .iov_base = (void *)(uintptr_t)s, .iov_len = p->pmd };
+		uint32_t present = count[(s - start) / p->pmd];
+		long n;
+
+		if (!present)
+			continue; /* empty or huge already */
+		if (present < p->min_present) {
+			o->extents_sparse++;
+			continue;
+		}
+		if (over_budget(p)) {
+			o->extents_over_budget++;
+			continue;
+		}
+		n = sys_process_madvise(p->t->pidfd, &iov, 1, MADV_COLLAPSE, 0);
+		if (n == (long)p->pmd) {
+			o->extents_collapsed++;
+			o->bytes_collapsed += p->pmd;
+		} else if (n == -EPERM) {
+			return permission_error(p->t, "collapse the memory");
+		} else if (n == -ESRCH) {
+			return -ESRCH;
+		} else {
+			/* EINVAL: changed or unmapped meanwhile, or not collapsible;
+			 * EAGAIN/ENOMEM: no huge page now.  Later passes retry. */
+			record_failure(p, s, n < 0 ? (int)-n : EAGAIN);
+		}
+	}
+	return 0;
+}
+
+static int run_pass(struct pass *p)
+{
+	struct thp_collapse_opts *o = p->o;
+	int r;
+
+	r = target_thp_disabled(p->t);
+	if (r < 0)
+		return r;
+	if (r == 1) {
+		o->thp_disabled = 1;
+		r = read_smaps(p, false, &o->anon_huge_before);
+		o->anon_huge_after = o->anon_huge_before;
+		return r;
+	}
+	r = read_smaps(p, true, &o->anon_huge_before);
+	if (r)
+		return r;
+	o->anon_huge_after = o->anon_huge_before;
+	if (!p->nr_spans)
+		return 0;
+	r = open_pagemap(p);
+	if (r)
+		return r;
+	for (size_t i = 0; i < p->nr_spans && !r; i++)
+		for (uint64_t s = p->spans[i].start; s < p->spans[i].end && !r;
+		     s += SCAN_WINDOW * p->pmd) {
+			uint64_t e = p->spans[i].end - s > SCAN_WINDOW * p->pmd
+					     ? s + SCAN_WINDOW * p->pmd : p->spans[i].end;
+
+			r = collapse_window(p, s, e);
+		}
+	if (r)
+		return r;
+	if (o->extents_collapsed)
+		r = read_smaps(p, false, &o->anon_huge_after);
+	return r;
+}
+
+THP_API int thp_collapse(struct thp_collapse_opts *opts)
+{
+	const struct thp_caps *c = caps_get();
+	struct thp_target t;
+	struct pass p;
+	uint32_t pages_per_pmd;
+	int err;
+
+	report_clear_detail();
+	if (!c->pmd_size || c->pmd_size % c->page_size) {
+		report_set_detail("the huge page size is unknown (no THP in this kernel?)");
+		return ret_errno(-EOPNOTSUPP);
+	}
+	pages_per_pmd = (uint32_t)(c->pmd_size / c->page_size);
+	err = validate(opts, pages_per_pmd);
+	if (err)
+		return ret_errno(err);
+	if (!c->process_madvise || !c->madvise_collapse) {
+		report_set_detail(!c->process_madvise ? "this kernel has no process_madvise()"
+						      : "this kernel has no MADV_COLLAPSE (6.1+)");
+		return ret_errno(-EOPNOTSUPP);
+	}
+	err = target_open(opts->pidfd, &t);
+	if (err)
+		return ret_errno(err);
+	err = target_need_pidfd(&t);
+	if (err)
+		goto out;
+	if (!t.self) {
+		/* An empty vector passes the kernel's permission checks and touches nothing. */
+		struct iovec none = { 0 };
+		long r = sys_process_madvise(t.pidfd, &none, 1, MADV_COLLAPSE, 0);
+
+		if (r == -EPERM || r == -EACCES) {
+			err = permission_error(&t, "collapse the memory");
+			goto out;
+		}
+		if (r == -ESRCH) {
+			err = -ESRCH;
+			goto out;
+		}
+	}
+	reset_results(opts);
+	memset(&p, 0, sizeof(p));
+	p.o = opts;
+	p.t = &t;
+	p.pmd = c->pmd_size;
+	p.page = c->page_size;
+	p.min_present = opts->min_present_pages ? opts->min_present_pages
+						: default_min_present(pages_per_pmd);
+	p.pagemap_fd = -1;
+	p.t0 = now_ns();
+	err = run_pass(&p);
+	opts->elapsed_ns = now_ns() - p.t0;
+	if (p.pagemap_fd >= 0)
+		sys_close(p.pagemap_fd);
+	free(p.spans);
+	/* An exited target leaves empty files behind: not a pass with nothing to do. */
+	if (!err || err == -ENOENT)
+		err = target_alive(&t) ? -ESRCH : err;
+	if (!err)
+		err = opts->extents_collapsed > INT32_MAX ? INT32_MAX : (int)opts->extents_collapsed;
+	if (err == -ESRCH)
+		report_set_detail("the process exited");
+out:
+	target_close(&t);
+	return ret_errno(err);
+}

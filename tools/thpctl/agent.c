@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The collapse agent of "thpctl run --policy huge" on kernels that cannot
+ * keep HUGE across exec().  The preload reaches what the program maps
+ * through the dynamic libc; glibc's per-thread arenas, static binaries, Go
+ * and raw system calls it cannot.  So thpctl stays as the parent: a child
+ * reaper (PR_SET_CHILD_SUBREAPER, so daemons that double-fork stay in the
+ * tree), running thp_collapse() over CMD and all its descendants every
+ * interval, forwarding signals to CMD, and exiting with CMD's status once
+ * every process of the tree is gone.
+ *
+ * A descendant started with another policy (a nested "thpctl run", which
+ * sets THPCTL_RUN_POLICY; read from /proc/PID/environ every pass, as it
+ * changes with exec()) is left alone; one whose THP is disabled is
+ * skipped by the pass itself; one the kernel does not let us touch (setuid,
+ * another user) is dropped after the first EPERM.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collapse.h"
+#include "parse.h"
+#include "thpctl.h"
+
+struct tracked {
+	pid_t pid;
+	int pidfd;
+	bool denied; /* the kernel refused (EPERM): stays so */
+	bool seen;   /* found in this pass's walk */
+};
+
+struct agent {
+	const struct collapse_settings *s;
+	bool verbose;
+	pid_t child;
+	struct tracked *procs;
+	size_t nr, cap;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Whole small /proc file into a malloc()ed buffer; its length in *@len, or NULL. */
+static char *read_proc(const char *path, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (!buf || fd < 0) {
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	while ((r = read(fd, buf + n, cap - n - 1)) > 0) {
+		n += (size_t)r;
+		if (n + 1 == cap) {
+			char *b = cap < (1u << 20) ? realloc(buf, cap * 2) : NULL;
+
+			if (!b)
+				break;
+			buf = b;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+/* THPCTL_RUN_POLICY in the environment @pid started with, if other than huge. */
+static bool other_policy(pid_t pid)
+{
+	static const char key[] = "THPCTL_RUN_POLICY=";
+	char path[64];
+	size_t len = 0;
+	char *env, *p;
+	bool other = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	env = read_proc(path, &len);
+	if (!env)
+		return false;
+	for (p = env; p < env + len; p += strlen(p) + 1)
+		if (!strncmp(p, key, sizeof(key) - 1))
+			other = strcmp(p + sizeof(key) - 1, "huge") != 0;
+	free(env);
+	return other;
+}
+
+static struct tracked *find(struct agent *a, pid_t pid)
+{
+	for (size_t i = 0; i < a->nr; i++)
+		if (a->procs[i].pid == pid)
+			return &a->procs[i];
+	return NULL;
+}
+
+/* Parent pid from /proc/PID/stat (after the ")" that ends the command name). */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], *buf, *p;
+	size_t len;
+	pid_t ppid = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	buf = read_proc(path, &len);
+	if (!buf)
+		return -1;
+	p = strrchr(buf, ')');
+	if (p)
+		sscanf(p + 1, " %*c %d", &ppid);
+	free(buf);
+	return ppid;
+}
+
+static void track(struct agent *a, pid_t pid, pid_t parent)
+{
+	struct tracked *t = find(a, pid);
+	int fd;
+
+	if (t) {
+		t->seen = true;
+		return;
+	}
+	if (a->nr == a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 16;
+		struct tracked *n = realloc(a->procs, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		a->procs = n;
+		a->cap = cap;
+	}
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return;
+	/* The pid may have been reused between the listing and pidfd_open(). */
+	if (fd == THP_SELF || parent_of(pid) != parent) {
+		close(fd);
+		return;
+	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	t = &a->procs[a->nr++];
+	t->pid = pid;
+	t->pidfd = fd;
+	t->seen = true;
+	t->denied = false;
+}
+
+/* Every child of every thread of @pid, tracked, then their descendants. */
+static void walk(struct agent *a, pid_t pid, int depth)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+
+	if (depth > 64)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char file[320], *list, *p, *end;
+		size_t len;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "/proc/%d/task/%s/children", (int)pid, e->d_name);
+		list = read_proc(file, &len);
+		if (!list)
+			continue;
+		for (p = list; *p; p = end) {
+			long c = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (c > 0) {
+				track(a, (pid_t)c, pid);
+				walk(a, (pid_t)c, depth + 1);
+			}
+		}
+		free(list);
+	}
+	closedir(d);
+}
+
+static void pass(struct agent *a)
+{
+	struct collapse_settings s = *a->s;
+	struct thp_report fail[COLLAPSE_FAILURES_CAP];
+	struct thp_collapse_opts o;
+	uint64_t t0 = now_ns();
+	size_t keep = 0;
+
+	for (size_t i = 0; i < a->nr; i++)
+		a->procs[i].seen = false;
+	walk(a, getpid(), 0);
+	for (size_t i = 0; i < a->nr; i++) {
+		struct tracked *t = &a->procs[i];
+		int r;
+
+		if (!t->seen) {
+			close(t->pidfd);
+			continue;
+		}
+		a->procs[keep++] = *t;
+		/*
+		 * Read again every pass, not once: a process seen before it
+		 * exec()ed into a nested "thpctl run" has the new policy now.
+		 */
+		if (t->denied || other_policy(t->pid))
+			continue;
+		/* The budget is for the whole tree's pass. */
+		if (a->s->budget_ns) {
+			uint64_t spent = now_ns() - t0;
+
+			if (spent >= a->s->budget_ns)
+				continue;
+			s.budget_ns = a->s->budget_ns - spent;
+		}
+		r = collapse_once(t->pidfd, &s, &o, fail);
+		if (r >= 0) {
+			if (a->s->budget_bytes)
+				s.budget_bytes -= o.bytes_collapsed < s.budget_bytes ? o.bytes_collapsed
+										    : s.budget_bytes - 1;
+			if (a->verbose && (o.extents_collapsed || o.extents_failed))
+				collapse_print_text(stderr, t->pid, &o, fail);
+		} else if (r == -EPERM || r == -EOPNOTSUPP) {
+			/* Setuid, another user, or no CAP_SYS_NICE: stays so. */
+			a->procs[keep - 1].denied = true;
+			if (a->verbose)
+				fprintf(stderr, "thpctl: agent: pid %d: %s: %s\n", (int)t->pid,
+					thp_strerror(r), thp_strerror_detail());
+		} else if (r != -ESRCH && a->verbose) {
+			fprintf(stderr, "thpctl: agent: pid %d: %s\n", (int)t->pid, thp_strerror(r));
+		}
+	}
+	a->nr = keep;
+}
+
+/* Forward @sig to CMD, or once CMD is gone to the rest of the tree's top. */
+static void forward(struct agent *a, int sig)
+{
+	if (a->child > 0) {
+		kill(a->child, sig);
+		return;
+	}
+	for (size_t i = 0; i < a->nr; i++)
+		if (parent_of(a->procs[i].pid) == getpid())
+			kill(a->procs[i].pid, sig);
+}
+
+/* CMD's status as ours: its exit code, or the same signal. */
+static int finish(int status)
+{
+	if (WIFSIGNALED(status)) {
+		struct rlimit no_core = { 0, 0 };
+		sigset_t all;
+		int sig = WTERMSIG(status);
+
+		/* CMD has dumped core already, if anything should. */
+		setrlimit(RLIMIT_CORE, &no_core);
+		signal(sig, SIG_DFL);
+		sigfillset(&all);
+		sigprocmask(SIG_UNBLOCK, &all, NULL);
+		raise(sig);
+		return 128 + sig;
+	}
+	return WEXITSTATUS(status);
+}
+
+bool thpctl_agent_possible(const char **why)
+{
+	THP_OPTS(thp_probe_info, info);
+	char *status, *cap;
+	size_t len;
+	bool nice = false;
+
+	if (thp_probe(&info) || !info.madvise_collapse ||
+	    !(info.backends & (1u << THP_BACKEND_PROCESS_MADVISE))) {
+		*why = "this kernel cannot collapse another process's memory";
+		return false;
+	}
+	/* CAP_SYS_NICE (23) in the effective set: the kernel wants it for another process. */
+	status = read_proc("/proc/self/status", &len);
+	cap = status ? strstr(status, "\nCapEff:") : NULL;
+	if (cap)
+		nice = strtoull(cap + 8, NULL, 16) & (1ULL << 23);
+	free(status);
+	if (!nice)
+		*why = "collapsing another process's memory needs CAP_SYS_NICE";
+	return nice;
+}
+
+int thpctl_agent_run(char **cmd, const struct collapse_settings *s, bool verbose)
+{
+	static const int forwarded[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
+					 SIGUSR2, SIGWINCH, SIGCONT, SIGALRM };
+	struct agent a = { .s = s, .verbose = verbose };
+	sigset_t set, old;
+	uint64_t next;
+	int status = 0;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaddset(&set, forwarded[i]);
+	sigaddset(&set, SIGCHLD);
+	/* Blocked before fork(): no signal is lost between fork() and the loop. */
+	sigprocmask(SIG_BLOCK, &set, &old);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
+		thpctl_error("run: agent: cannot become a child reaper: %s", strerror(errno));
+	fflush(NULL);
+	a.child = fork();
+	if (a.child < 0) {
+		thpctl_error("run: cannot fork: %s", strerror(errno));
+		return THPCTL_EXIT_RUN_FAILED;
+	}
+	if (a.child == 0) {
+		int saved;
+
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		execvp(cmd[0], cmd);
+		saved = errno;
+		thpctl_error("run: cannot run '%s': %s", cmd[0], strerror(saved));
+		_exit(saved == ENOENT ? THPCTL_EXIT_NOT_FOUND : THPCTL_EXIT_CANNOT_EXEC);
+	}
+	next = now_ns() + s->interval_ns;
+	for (;;) {
+		uint64_t now = now_ns(), wait = next > now ? next - now : 0;
+		struct timespec ts = { .tv_sec = (time_t)(wait / 1000000000ULL),
+				       .tv_nsec = (long)(wait % 1000000000ULL) };
+		siginfo_t info;
+		int sig = sigtimedwait(&set, &info, &ts);
+
+		if (sig == SIGCHLD) {
+			pid_t p;
+			int st;
+
+			while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+				if (p == a.child) {
+					status = st;
+					a.child = 0;
+				}
+			/* No child left: CMD and every orphan it left are gone. */
+			if (p < 0 && errno == ECHILD)
+				break;
+		} else if (sig > 0) {
+			/* From the terminal the whole process group got it, CMD too. */
+			if (info.si_code != SI_KERNEL)
+				forward(&a, sig);
+		} else if (errno == EAGAIN) {
+			pass(&a);
+			next = now_ns() + s->interval_ns;
+		}
+	}
+	for (size_t i = 0; i < a.nr; i++)
+		close(a.procs[i].pidfd);
+	free(a.procs);
+	return finish(status);
+}

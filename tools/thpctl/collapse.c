@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * thpctl collapse -p PID [--watch] [--interval S] ...: thp_collapse() over a
+ * running process, once or every interval until it exits.
+ */
+#define _GNU_SOURCE
+#include "collapse.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "json.h"
+#include "parse.h"
+#include "thpctl.h"
+
+int collapse_once(int pidfd, const struct collapse_settings *s, struct thp_collapse_opts *o,
+		  struct thp_report *fail)
+{
+	memset(o, 0, sizeof(*o));
+	o->sz = sizeof(*o);
+	o->pidfd = pidfd;
+	o->min_present_pages = s->min_present;
+	o->budget_bytes = s->budget_bytes;
+	o->budget_ns = s->budget_ns;
+	o->failures = fail;
+	o->failures_cap = COLLAPSE_FAILURES_CAP;
+	return thp_collapse(o);
+}
+
+int collapse_parse_seconds(const char *s, uint64_t *ns, const char **why)
+{
+	uint64_t whole = 0, frac = 0, scale = 1000000000ULL;
+	const char *p = s;
+
+	if (!*p || *p == '.') {
+		*why = "expected seconds, e.g. 1 or 0.25";
+		return -1;
+	}
+	for (; *p >= '0' && *p <= '9'; p++) {
+		whole = whole * 10 + (uint64_t)(*p - '0');
+		if (whole > 86400) {
+			*why = "more than a day";
+			return -1;
+		}
+	}
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++) {
+			scale /= 10;
+			frac += (uint64_t)(*p - '0') * scale;
+		}
+	}
+	if (*p) {
+		*why = "not a number of seconds";
+		return -1;
+	}
+	*ns = whole * 1000000000ULL + frac;
+	if (*ns > 86400ULL * 1000000000ULL) {
+		*why = "more than a day";
+		return -1;
+	}
+	return 0;
+}
+
+void collapse_sleep(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ULL),
+			       .tv_nsec = (long)(ns % 1000000000ULL) };
+
+	nanosleep(&ts, NULL);
+}
+
+static unsigned long long kib(uint64_t bytes)
+{
+	return (unsigned long long)(bytes >> 10);
+}
+
+void collapse_print_text(FILE *f, pid_t pid, const struct thp_collapse_opts *o,
+			 const struct thp_report *fail)
+{
+	if (o->thp_disabled) {
+		fprintf(f, "pid %d: THP is disabled for this process: nothing collapsed "
+			"(AnonHugePages %llu kB of %llu kB anonymous)\n", (int)pid,
+			kib(o->anon_huge_after), kib(o->anon_bytes));
+		return;
+	}
+	fprintf(f, "pid %d: collapsed %llu extents (%llu kB) in %.1f ms; AnonHugePages %llu -> "
+		"%llu kB of %llu kB anonymous; left: %llu sparse, %llu over budget, %llu refused; "
+		"%llu of %llu mappings eligible, %llu nohuge\n", (int)pid,
+		(unsigned long long)o->extents_collapsed, kib(o->bytes_collapsed),
+		(double)o->elapsed_ns / 1e6, kib(o->anon_huge_before), kib(o->anon_huge_after),
+		kib(o->anon_bytes), (unsigned long long)o->extents_sparse,
+		(unsigned long long)o->extents_over_budget, (unsigned long long)o->extents_failed,
+		(unsigned long long)o->mappings_eligible, (unsigned long long)o->mappings_seen,
+		(unsigned long long)o->mappings_nohuge);
+	for (size_t i = 0; i < o->failures_needed && i < COLLAPSE_FAILURES_CAP; i++) {
+		char line[256];
+
+		thp_report_format(&fail[i], line, sizeof(line));
+		fprintf(f, "  refused: %s\n", line);
+	}
+	if (o->failures_needed > COLLAPSE_FAILURES_CAP)
+		fprintf(f, "  refused: ... and %llu more extents\n",
+			(unsigned long long)(o->failures_needed - COLLAPSE_FAILURES_CAP));
+}
+
+static int print_json(pid_t pid, int ret, const struct thp_collapse_opts *o,
+		      const struct thp_report *fail)
+{
+	struct json j;
+
+	json_begin_document(&j, stdout, "collapse");
+	json_i64(&j, "pid", pid);
+	json_i64(&j, "result", ret);
+	json_string(&j, "error", ret < 0 ? thp_strerror(ret) : NULL);
+	json_string(&j, "detail", ret < 0 ? thp_strerror_detail() : NULL);
+	if (ret >= 0) {
+		json_bool(&j, "thp_disabled", o->thp_disabled);
+		json_u64(&j, "mappings_seen", o->mappings_seen);
+		json_u64(&j, "mappings_eligible", o->mappings_eligible);
+		json_u64(&j, "mappings_nohuge", o->mappings_nohuge);
+		json_u64(&j, "extents_collapsed", o->extents_collapsed);
+		json_u64(&j, "extents_sparse", o->extents_sparse);
+		json_u64(&j, "extents_over_budget", o->extents_over_budget);
+		json_u64(&j, "extents_refused", o->extents_failed);
+		json_u64(&j, "bytes_collapsed", o->bytes_collapsed);
+		json_u64(&j, "anon_bytes", o->anon_bytes);
+		json_u64(&j, "anon_huge_before", o->anon_huge_before);
+		json_u64(&j, "anon_huge_after", o->anon_huge_after);
+		json_u64(&j, "elapsed_ns", o->elapsed_ns);
+		json_begin_array(&j, "refused");
+		for (size_t i = 0; i < o->failures_needed && i < COLLAPSE_FAILURES_CAP; i++) {
+			json_begin_object(&j, NULL);
+			json_hex(&j, "addr", fail[i].addr);
+			json_u64(&j, "len", fail[i].len);
+			json_i64(&j, "errno", fail[i].error);
+			json_string(&j, "error", strerror(fail[i].error));
+			json_end_object(&j);
+		}
+		json_end_array(&j);
+	}
+	json_end_object(&j);
+	return json_finish(&j);
+}
+
+static void print_error(pid_t pid, int ret)
+{
+	const char *detail = thp_strerror_detail();
+
+	if (ret == -ESRCH)
+		thpctl_error("collapse: process %d exited", (int)pid);
+	else
+		thpctl_error("collapse: process %d: %s%s%s", (int)pid, thp_strerror(ret),
+			     *detail ? ": " : "", detail);
+}
+
+int thpctl_cmd_collapse(int argc, char **argv)
+{
+	enum { OPT_JSON = 256, OPT_WATCH, OPT_INTERVAL, OPT_BUDGET, OPT_TIME_BUDGET, OPT_MIN };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "watch", no_argument, NULL, OPT_WATCH },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
+		{ "budget", required_argument, NULL, OPT_BUDGET },
+		{ "time-budget", required_argument, NULL, OPT_TIME_BUDGET },
+		{ "min-present", required_argument, NULL, OPT_MIN },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct collapse_settings s = { .interval_ns = COLLAPSE_DEFAULT_INTERVAL_NS,
+				       .budget_ns = COLLAPSE_DEFAULT_BUDGET_NS };
+	struct thp_report fail[COLLAPSE_FAILURES_CAP];
+	struct thp_collapse_opts o;
+	bool json = false, watch = false, self;
+	pid_t pid = 0;
+	const char *why;
+	uint64_t v;
+	int opt, pidfd, ret, status;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":p:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (thpctl_parse_pid(optarg, &pid, &why))
+				return thpctl_usage_error("collapse", "invalid PID '%s': %s", optarg,
+							  why);
+			break;
+		case OPT_WATCH:
+			watch = true;
+			break;
+		case OPT_INTERVAL:
+			if (collapse_parse_seconds(optarg, &s.interval_ns, &why) ||
+			    s.interval_ns < 10000000ULL)
+				return thpctl_usage_error("collapse", "invalid interval '%s': %s",
+							  optarg, s.interval_ns < 10000000ULL
+								  ? "below 0.01 s" : why);
+			break;
+		case OPT_BUDGET:
+			if (thpctl_parse_size(optarg, &s.budget_bytes, &why))
+				return thpctl_usage_error("collapse", "invalid budget '%s': %s",
+							  optarg, why);
+			break;
+		case OPT_TIME_BUDGET:
+			if (collapse_parse_seconds(optarg, &s.budget_ns, &why))
+				return thpctl_usage_error("collapse", "invalid time budget '%s': %s",
+							  optarg, why);
+			break;
+		case OPT_MIN:
+			if (thpctl_parse_u64(optarg, &v, &why) || v < 1 || v > 512)
+				return thpctl_usage_error("collapse", "invalid --min-present '%s': %s",
+							  optarg, "expected 1..512 pages");
+			s.min_present = (uint32_t)v;
+			break;
+		case OPT_JSON:
+			json = true;
+			break;
+		case 'h':
+			thpctl_usage("collapse", stdout);
+			return thpctl_finish_output(THPCTL_EXIT_OK);
+		default:
+			return thpctl_bad_option("collapse", argv, opt);
+		}
+	}
+	if (optind < argc)
+		return thpctl_usage_error("collapse", "unexpected argument '%s'", argv[optind]);
+	if (!pid)
+		return thpctl_usage_error("collapse", "-p PID is required");
+	pidfd = thpctl_open_target(&pid, &self);
+	if (pidfd < 0)
+		return THPCTL_EXIT_FAILURE;
+	for (unsigned long pass = 0;; pass++) {
+		ret = collapse_once(pidfd, &s, &o, fail);
+		/* --watch ends when the process does. */
+		if (watch && pass && ret == -ESRCH) {
+			status = THPCTL_EXIT_OK;
+			break;
+		}
+		if (json)
+			status = print_json(pid, ret, &o, fail) ? THPCTL_EXIT_FAILURE
+								 : THPCTL_EXIT_OK;
+		else if (ret >= 0 && (!watch || !pass || o.extents_collapsed || o.extents_failed))
+			collapse_print_text(stdout, pid, &o, fail);
+		if (ret < 0) {
+			print_error(pid, ret);
+			status = THPCTL_EXIT_FAILURE;
+			break;
+		}
+		status = o.extents_failed ? THPCTL_EXIT_PARTIAL : THPCTL_EXIT_OK;
+		if (!watch)
+			break;
+		fflush(stdout);
+		collapse_sleep(s.interval_ns);
+	}
+	thpctl_close_target(pidfd);
+	return thpctl_finish_output(status);
+}
