@@ -1821,27 +1821,30 @@ out:
 
 /*
  * thp.h's _Static_asserts already hold every struct to one layout; this
- * says which ABI ran, and that the VER0 sizes are what sizeof() gives here.
+ * says which ABI ran, and that the newest size constant of each struct is
+ * what sizeof() gives here.
  */
 static void check_abi(void)
 {
 	struct check c = { .name = sizeof(void *) == 4 ? "abi_ilp32" : "abi_lp64" };
-	static const struct { const char *name; size_t size, ver0; } structs[] = {
+	static const struct { const char *name; size_t size, want; } structs[] = {
 		{ "thp_apply_opts", sizeof(struct thp_apply_opts), THP_APPLY_OPTS_SIZE_VER0 },
 		{ "thp_apply_all_opts", sizeof(struct thp_apply_all_opts),
 		  THP_APPLY_ALL_OPTS_SIZE_VER0 },
 		{ "thp_default_opts", sizeof(struct thp_default_opts), THP_DEFAULT_OPTS_SIZE_VER0 },
 		{ "thp_probe_info", sizeof(struct thp_probe_info), THP_PROBE_INFO_SIZE_VER0 },
-		{ "thp_query_opts", sizeof(struct thp_query_opts), THP_QUERY_OPTS_SIZE_VER0 },
+		{ "thp_query_opts", sizeof(struct thp_query_opts), THP_QUERY_OPTS_SIZE_VER1 },
+		{ "thp_collapse_opts", sizeof(struct thp_collapse_opts),
+		  THP_COLLAPSE_OPTS_SIZE_VER0 },
 	};
 
 	printf("VMTEST INFO abi: %zu-bit pointers, %zu-bit long, struct sizes", 8 * sizeof(void *),
 	       8 * sizeof(long));
 	for (size_t i = 0; i < sizeof(structs) / sizeof(structs[0]); i++) {
 		printf(" %s %zu", structs[i].name, structs[i].size);
-		if (structs[i].size != structs[i].ver0)
-			cfail(&c, "sizeof(struct %s) %zu, VER0 %zu", structs[i].name,
-			      structs[i].size, structs[i].ver0);
+		if (structs[i].size != structs[i].want)
+			cfail(&c, "sizeof(struct %s) %zu, thp.h's size %zu", structs[i].name,
+			      structs[i].size, structs[i].want);
 	}
 	printf("\n");
 	cdone(&c);
