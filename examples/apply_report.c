@@ -133,13 +133,13 @@ static int map_layout(void)
 	if (aligned > start)
 		munmap(p, aligned - start);
 	if (end > aligned + TOTAL_UNITS * unit)
-		munmap((void *)(aligned + TOTAL_UNITS * unit),
+		munmap((void *)(uintptr_t)(aligned + TOTAL_UNITS * unit),
 		       end - (aligned + TOTAL_UNITS * unit));
 	base = aligned;
 	/* Guards between regions, and the hole in the middle of B. */
-	if (munmap((void *)(base + GUARD_UNITS_LO * unit), unit) ||
-	    munmap((void *)(base + GUARD_UNITS_HI * unit), unit) ||
-	    munmap((void *)(base + HOLE_UNIT * unit), unit)) {
+	if (munmap((void *)(uintptr_t)(base + GUARD_UNITS_LO * unit), unit) ||
+	    munmap((void *)(uintptr_t)(base + GUARD_UNITS_HI * unit), unit) ||
+	    munmap((void *)(uintptr_t)(base + HOLE_UNIT * unit), unit)) {
 		perror("munmap");
 		return -1;
 	}

@@ -112,8 +112,9 @@ static int report_buffer(const struct buffer *b, unsigned int depth, uint64_t *h
 	}
 	/* A partial list would understate the totals below. */
 	if (q.states_needed > q.states_cap) {
-		fprintf(stderr, "tlb_workload: %s buffer spans %zu mappings, more than %zu\n",
-			b->kind, q.states_needed, q.states_cap);
+		fprintf(stderr, "tlb_workload: %s buffer spans %llu mappings, more than %llu\n",
+			b->kind, (unsigned long long)q.states_needed,
+			(unsigned long long)q.states_cap);
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {

@@ -151,7 +151,8 @@ THP_API int thp_apply_all(struct thp_apply_all_opts *opts)
 	if (err)
 		return ret_errno(err);
 	if (opts->failures_cap && !opts->failures) {
-		report_set_detail("failures is NULL but failures_cap is %zu", opts->failures_cap);
+		report_set_detail("failures is NULL but failures_cap is %llu",
+				  (unsigned long long)opts->failures_cap);
 		return ret_errno(-EINVAL);
 	}
 	err = validate_advice(opts->advice);

@@ -85,7 +85,8 @@ static int validate(struct thp_collapse_opts *o, uint32_t pages_per_pmd)
 		return -EINVAL;
 	}
 	if (o->failures_cap && !o->failures) {
-		report_set_detail("failures is NULL but failures_cap is %zu", o->failures_cap);
+		report_set_detail("failures is NULL but failures_cap is %llu",
+				  (unsigned long long)o->failures_cap);
 		return -EINVAL;
 	}
 	if (o->min_present_pages > pages_per_pmd) {

@@ -7,17 +7,27 @@
 int opts_check(const void *opts, size_t known, size_t ver0)
 {
 	const unsigned char *p = opts;
-	size_t sz;
+	uint64_t sz;
 
 	if (!opts) {
 		report_set_detail("options struct pointer is NULL");
 		return -EINVAL;
 	}
-	sz = *(const size_t *)opts;
+	/* Every options struct starts with a uint64_t sz on every ABI. */
+	sz = *(const uint64_t *)opts;
 	if (sz < ver0) {
-		report_set_detail("options struct size %zu is below the first version (%zu)", sz, ver0);
+		report_set_detail("options struct size %llu is below the first version (%zu)",
+				  (unsigned long long)sz, ver0);
 		return -EINVAL;
 	}
+#if SIZE_MAX < UINT64_MAX
+	/* No object is larger than a 32-bit address space. */
+	if (sz > SIZE_MAX) {
+		report_set_detail("options struct size %llu is larger than the address space",
+				  (unsigned long long)sz);
+		return -EINVAL;
+	}
+#endif
 	/* A newer caller may only be ignored where it left the bytes zero. */
 	for (size_t i = known; i < sz; i++) {
 		if (p[i]) {

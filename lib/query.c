@@ -193,7 +193,8 @@ THP_API int thp_query(struct thp_query_opts *opts)
 		return ret_errno(-EINVAL);
 	}
 	if (opts->states_cap && !opts->states) {
-		report_set_detail("states is NULL but states_cap is %zu", opts->states_cap);
+		report_set_detail("states is NULL but states_cap is %llu",
+				  (unsigned long long)opts->states_cap);
 		return ret_errno(-EINVAL);
 	}
 	if (opts->len && opts->addr + opts->len < opts->addr)

@@ -119,16 +119,28 @@ long sys_pread(int fd, void *buf, size_t len, off_t off)
 void *sys_mmap_anon(void *at, size_t len, int prot)
 {
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0);
-	long p = SYSRET(syscall(SYS_mmap, at, len, prot, flags, -1, 0L));
+	int saved_errno = errno;
+	void *p;
 
-	if (p < 0) /* -errno; user addresses are positive */
+	/*
+	 * 32-bit targets have mmap2 (offset in pages, 0 here); i386's SYS_mmap
+	 * takes a pointer to its arguments.  A 32-bit address may be above
+	 * 2 GiB, negative as a long: only MAP_FAILED is an error.
+	 */
+#ifdef SYS_mmap2
+	p = (void *)syscall(SYS_mmap2, at, len, prot, flags, -1, 0L);
+#else
+	p = (void *)syscall(SYS_mmap, at, len, prot, flags, -1, 0L);
+#endif
+	errno = saved_errno;
+	if (p == MAP_FAILED)
 		return NULL;
 	/* Before 4.17 the flag is unknown and @at only a hint. */
-	if (at && (void *)p != at) {
-		sys_munmap((void *)p, len);
+	if (at && p != at) {
+		sys_munmap(p, len);
 		return NULL;
 	}
-	return (void *)p;
+	return p;
 }
 
 int sys_munmap(void *addr, size_t len)

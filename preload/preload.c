@@ -53,13 +53,16 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* mmap64 takes a 64-bit offset; mmap an off_t, 32 bits on 32-bit targets. */
 typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
+typedef void *(*mmap64_fn)(void *, size_t, int, int, int, off64_t);
 
 #ifndef MFD_CLOEXEC
 #define MFD_CLOEXEC 1U
 #endif
 
-static _Atomic(mmap_fn) real_mmap, real_mmap64;
+/* What dlsym() found for each name (called through its own type). */
+static _Atomic(void *) real_mmap, real_mmap64;
 /* Advising, until thp_set_default() switches it off (thp_preload_control()). */
 static atomic_bool active = true;
 /* Set while this thread is inside dlsym(): a nested mmap takes the syscall. */
@@ -89,16 +92,16 @@ static void dbg(const char *fmt, ...)
  * allocate, and an interposed malloc may mmap: that nested call gets NULL
  * and uses the system call directly instead of recursing.
  */
-static mmap_fn resolve(_Atomic(mmap_fn) *slot, const char *name)
+static void *resolve(_Atomic(void *) *slot, const char *name)
 {
-	mmap_fn fn = atomic_load_explicit(slot, memory_order_acquire);
+	void *fn = atomic_load_explicit(slot, memory_order_acquire);
 	int saved;
 
 	if (fn || resolving)
 		return fn;
 	saved = errno;
 	resolving = true;
-	fn = (mmap_fn)dlsym(RTLD_NEXT, name);
+	fn = dlsym(RTLD_NEXT, name);
 	resolving = false;
 	errno = saved;
 	if (fn)
@@ -106,9 +109,18 @@ static mmap_fn resolve(_Atomic(mmap_fn) *slot, const char *name)
 	return fn;
 }
 
-static void *raw_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+static void *raw_mmap(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
+#ifdef SYS_mmap2
+	/* 32-bit targets: SYS_mmap takes a struct (i386); mmap2 counts 4096-byte units. */
+	if (off & 4095) {
+		errno = EINVAL;
+		return MAP_FAILED;
+	}
+	return (void *)syscall(SYS_mmap2, addr, len, prot, flags, fd, (unsigned long)(off >> 12));
+#else
 	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+#endif
 }
 
 /* A private anonymous mapping that the kernel does not already opt out. */
@@ -122,10 +134,10 @@ static bool wants_advice(int flags)
 	       !(flags & (MAP_HUGETLB | MAP_STACK | MAP_GROWSDOWN));
 }
 
-static void *mmap_common(_Atomic(mmap_fn) *slot, const char *name, void *addr, size_t len,
-			 int prot, int flags, int fd, off_t off)
+static void *mmap_common(bool large, void *addr, size_t len, int prot, int flags, int fd,
+			 off64_t off)
 {
-	mmap_fn fn = resolve(slot, name);
+	void *fn = large ? resolve(&real_mmap64, "mmap64") : resolve(&real_mmap, "mmap");
 	bool advise = wants_advice(flags) && atomic_load_explicit(&active, memory_order_relaxed);
 	bool populate = false;
 	void *p;
@@ -140,7 +152,12 @@ static void *mmap_common(_Atomic(mmap_fn) *slot, const char *name, void *addr, s
 		flags &= ~MAP_POPULATE;
 		populate = true;
 	}
-	p = fn ? fn(addr, len, prot, flags, fd, off) : raw_mmap(addr, len, prot, flags, fd, off);
+	if (!fn)
+		p = raw_mmap(addr, len, prot, flags, fd, off);
+	else if (large)
+		p = ((mmap64_fn)fn)(addr, len, prot, flags, fd, off);
+	else
+		p = ((mmap_fn)fn)(addr, len, prot, flags, fd, (off_t)off);
 	if (p == MAP_FAILED || !advise)
 		return p;
 	saved = errno;
@@ -157,13 +174,13 @@ static void *mmap_common(_Atomic(mmap_fn) *slot, const char *name, void *addr, s
 
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	return mmap_common(&real_mmap, "mmap", addr, len, prot, flags, fd, off);
+	return mmap_common(false, addr, len, prot, flags, fd, off);
 }
 
 /* The same function on 64-bit targets, but programs may bind either name. */
-EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
-	return mmap_common(&real_mmap64, "mmap64", addr, len, prot, flags, fd, off);
+	return mmap_common(true, addr, len, prot, flags, fd, off);
 }
 
 /*

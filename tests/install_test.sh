@@ -80,4 +80,22 @@ libs=$(LD_LIBRARY_PATH=$libdir ldd "$tmp/prog") || fail "ldd failed: $libs"
 thp_line=$(grep -F 'libthp.so' <<<"$libs") || fail "ldd does not list libthp: $libs"
 [[ $thp_line == *"$dest"* ]] \
 	|| fail "program did not load libthp from the DESTDIR: $libs"
+# The preload in its private directory, not among the libraries to link.
+pre=$(find "$dest" -name 'libthp-preload.so' -print -quit)
+[[ $pre == */libthp/libthp-preload.so ]] || fail "libthp-preload.so not in LIBDIR/libthp/: '$pre'"
+[ ! -e "$libdir/libthp-preload.so" ] || fail "libthp-preload.so also directly in $libdir"
+
+# No build or source path in what was installed (debug info aside, which
+# packagers split off and map with -ffile-prefix-map).
+srcdir=$(cd "$(dirname "$0")/.." && pwd)
+while IFS= read -r f; do
+	head -c4 "$f" | grep -q 'ELF' || continue
+	objcopy --strip-debug "$f" "$tmp/stripped" || fail "objcopy $f"
+	for p in "$builddir" "$srcdir"; do
+		if grep -aqF "$p" "$tmp/stripped"; then
+			fail "${f#"$dest"} contains the path $p"
+		fi
+	done
+done < <(find "$dest" -type f)
+
 echo "install_test: OK"

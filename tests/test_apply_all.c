@@ -128,9 +128,10 @@ START_TEST(collapse_skip_errors)
 	ret = thp_apply_all(&o);
 	ck_assert_msg(ret >= 0, "COLLAPSE SKIP_ERRORS: %d (%s)", ret, thp_strerror_detail());
 	ck_assert_uint_eq((uint64_t)ret, o.mappings_advised);
-	ck_assert_msg(o.failures_needed >= 1, "failures_needed %zu", o.failures_needed);
-	ck_assert_msg(o.failures_needed <= CAP, "more failures than expected: %zu",
-		      o.failures_needed);
+	ck_assert_msg(o.failures_needed >= 1, "failures_needed %llu",
+		      (unsigned long long)o.failures_needed);
+	ck_assert_msg(o.failures_needed <= CAP, "more failures than expected: %llu",
+		      (unsigned long long)o.failures_needed);
 	ck_assert_uint_eq(o.mappings_skipped, o.failures_needed);
 	/* Skipping: every mapping was either advised or skipped (nothing raced here). */
 	ck_assert_msg(o.mappings_seen == o.mappings_advised + o.mappings_skipped &&
@@ -146,8 +147,8 @@ START_TEST(collapse_skip_errors)
 		      (unsigned long long)o.mappings_advised,
 		      (unsigned long long)o.mappings_skipped);
 	r = find_failure(fail, o.failures_needed, U(nh));
-	ck_assert_msg(r != NULL, "nh mapping 0x%llx not among %zu failures",
-		      (unsigned long long)U(nh), o.failures_needed);
+	ck_assert_msg(r != NULL, "nh mapping 0x%llx not among %llu failures",
+		      (unsigned long long)U(nh), (unsigned long long)o.failures_needed);
 	ck_assert_int_eq(r->error, EINVAL);
 	ck_assert_uint_eq(r->len, 4 * MiB);
 	ck_assert_uint_eq(r->fail_addr, U(nh));
@@ -185,8 +186,8 @@ START_TEST(collapse_cap_zero)
 	(void)nh2;
 	ret = thp_apply_all(&o);
 	ck_assert_msg(ret >= 0, "cap 0: %d", ret);
-	ck_assert_msg(o.failures_needed >= 2, "cap 0: failures_needed %zu (two nh mappings)",
-		      o.failures_needed);
+	ck_assert_msg(o.failures_needed >= 2, "cap 0: failures_needed %llu (two nh mappings)",
+		      (unsigned long long)o.failures_needed);
 	needed = o.failures_needed;
 
 	/* failures non-NULL but cap 0: nothing written. */

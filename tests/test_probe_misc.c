@@ -231,8 +231,8 @@ START_TEST(query_mapping)
 
 		ret = thp_query(&q);
 		ck_assert_int_eq(ret, 0);
-		ck_assert_msg(q.states_needed > 5, "only %zu mappings in the whole process",
-			      q.states_needed);
+		ck_assert_msg(q.states_needed > 5, "only %llu mappings in the whole process",
+			      (unsigned long long)q.states_needed);
 	}
 	{
 		/* An unmapped range: nothing. */

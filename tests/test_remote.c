@@ -375,10 +375,10 @@ START_TEST(remote_apply_all_collapse)
 	ck_assert_msg(ret > 0 && o.bytes_advised >= 8 * MiB &&
 		      o.mappings_seen == o.mappings_advised + o.mappings_skipped,
 		      "remote apply_all COLLAPSE: ret %d seen %llu advised %llu skipped %llu "
-		      "failures %zu bytes_advised %llu, but the child's two 4 MiB regions were "
+		      "failures %llu bytes_advised %llu, but the child's two 4 MiB regions were "
 		      "collapsed", ret, (unsigned long long)o.mappings_seen,
 		      (unsigned long long)o.mappings_advised,
-		      (unsigned long long)o.mappings_skipped, o.failures_needed,
+		      (unsigned long long)o.mappings_skipped, (unsigned long long)o.failures_needed,
 		      (unsigned long long)o.bytes_advised);
 	ck_assert_uint_eq((uint64_t)ret, o.mappings_advised);
 	ck_assert_msg(o.mappings_seen >= o.mappings_advised + o.mappings_skipped,
@@ -401,7 +401,8 @@ START_TEST(remote_query_exited)
 	start_child(&c);
 	q.pidfd = c.pidfd;
 	ck_assert_int_ge(thp_query(&q), 0);
-	ck_assert_msg(q.states_needed > 3, "child has %zu mappings", q.states_needed);
+	ck_assert_msg(q.states_needed > 3, "child has %llu mappings",
+		      (unsigned long long)q.states_needed);
 	kill(c.pid, SIGKILL);
 	ck_assert(waitpid(c.pid, &status, 0) == c.pid);
 	errno = 0;

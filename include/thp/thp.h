@@ -10,10 +10,14 @@
  * and what failed where, whichever backend did the work.
  *
  * Conventions shared by every call:
- * - The options struct starts with `size_t sz`, set by the caller to the
+ * - The options struct starts with `uint64_t sz`, set by the caller to the
  *   sizeof() it was compiled with (the THP_OPTS() macro does this).  A size
  *   below the first published version is -EINVAL; bytes past what this
  *   library knows must be zero, else -E2BIG.
+ * - Every public struct has the same layout and size on every Linux ABI
+ *   (ILP32 and LP64): fixed-width members, explicit padding, and pointers
+ *   in an 8-byte slot (THP_PTR64) whose other half a 32-bit library ignores.
+ *   The _Static_asserts at the end of this header hold that layout.
  * - Return: >= 0 on success, a negative errno on failure; errno is set too.
  * - Nothing is changed when validation fails: every argument is checked
  *   before the first system call.
@@ -29,6 +33,19 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/**
+ * A pointer member that takes 8 bytes on every ABI: an anonymous union of
+ * the pointer (@p name) and a uint64_t (@p name ## _u64).  On 32-bit
+ * targets the pointer is 4 of those bytes and the library ignores the other
+ * 4 (THP_OPTS() zeroes them).
+ * Anonymous unions need C11 (or C++); the header is C11.
+ */
+#define THP_PTR64(type, name) \
+	union {                 \
+		type name;      \
+		uint64_t name##_u64; \
+	}
 
 /** Marks a symbol exported from libthp.so; everything else is hidden. */
 #ifndef THP_API
@@ -128,12 +145,13 @@ struct thp_report {
 
 /** Options for thp_apply_ranges(). */
 struct thp_apply_opts {
-	size_t sz;                  /**< sizeof(struct thp_apply_opts) */
-	int pidfd;                  /**< Target process: THP_SELF or a pidfd. */
-	int advice;                 /**< enum thp_advice. */
+	uint64_t sz;                /**< sizeof(struct thp_apply_opts) */
+	int32_t pidfd;              /**< Target process: THP_SELF or a pidfd. */
+	int32_t advice;             /**< enum thp_advice. */
 	uint32_t flags;             /**< THP_F_* flags. */
 	uint32_t backend;           /**< enum thp_backend; 0 = auto. */
-	struct thp_report *reports; /**< Optional: one entry per range, filled in. */
+	/** Optional: one entry per range, filled in. */
+	THP_PTR64(struct thp_report *, reports);
 	uint32_t backend_used;      /**< Out: the backend that did the work. */
 	uint32_t reserved0;         /**< Zero. */
 };
@@ -178,15 +196,16 @@ THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
 
 /** Options and results of thp_apply_all(). */
 struct thp_apply_all_opts {
-	size_t sz;                   /**< sizeof(struct thp_apply_all_opts) */
-	int pidfd;                   /**< Target process: THP_SELF or a pidfd. */
-	int advice;                  /**< enum thp_advice. */
+	uint64_t sz;                 /**< sizeof(struct thp_apply_all_opts) */
+	int32_t pidfd;               /**< Target process: THP_SELF or a pidfd. */
+	int32_t advice;              /**< enum thp_advice. */
 	uint32_t flags;              /**< THP_F_* flags (gaps never count as errors here). */
 	uint32_t backend;            /**< enum thp_backend; 0 = auto. */
-	struct thp_report *failures; /**< Optional array for the mappings that failed. */
-	size_t failures_cap;         /**< Entries available in @ref failures. */
+	/** Optional array for the mappings that failed. */
+	THP_PTR64(struct thp_report *, failures);
+	uint64_t failures_cap;       /**< Entries available in @ref failures. */
 	/* Results. */
-	size_t failures_needed;      /**< Out: number of mappings that failed. */
+	uint64_t failures_needed;    /**< Out: number of mappings that failed. */
 	uint64_t mappings_seen;      /**< Out: mappings found in the address space. */
 	uint64_t mappings_advised;   /**< Out: mappings advised without error. */
 	uint64_t mappings_skipped;   /**< Out: failed mappings passed over (THP_F_SKIP_ERRORS). */
@@ -240,13 +259,13 @@ enum thp_policy {
 
 /** Options and results of thp_set_default() / thp_get_default(). */
 struct thp_default_opts {
-	size_t sz;             /**< sizeof(struct thp_default_opts) */
-	int pidfd;             /**< Target: THP_SELF (set), or a pidfd (get only). */
+	uint64_t sz;           /**< sizeof(struct thp_default_opts) */
+	int32_t pidfd;         /**< Target: THP_SELF (set), or a pidfd (get only). */
 	uint32_t policy;       /**< In (set) / out (get): enum thp_policy. */
 	uint32_t flags;        /**< THP_DEFAULT_F_* flags. */
 	uint32_t backend;      /**< enum thp_backend; 0 = auto. */
-	int prctl_set;         /**< With THP_DEFAULT_F_RFC_PRCTL: PR_SET_THP_POLICY number (0 = 78). */
-	int prctl_get;         /**< With THP_DEFAULT_F_RFC_PRCTL: PR_GET_THP_POLICY number (0 = 79). */
+	int32_t prctl_set;     /**< With THP_DEFAULT_F_RFC_PRCTL: PR_SET_THP_POLICY number (0 = 78). */
+	int32_t prctl_get;     /**< With THP_DEFAULT_F_RFC_PRCTL: PR_GET_THP_POLICY number (0 = 79). */
 	/* Results. */
 	uint32_t backend_used; /**< Out: the backend that set or explains the policy. */
 	bool persistent;       /**< Out: the policy survives fork() and exec(). */
@@ -288,11 +307,11 @@ THP_API int thp_get_default(struct thp_default_opts *opts);
 
 /** What the running kernel offers; filled by thp_probe(). */
 struct thp_probe_info {
-	size_t sz;                     /**< sizeof(struct thp_probe_info) */
+	uint64_t sz;                   /**< sizeof(struct thp_probe_info) */
 	uint32_t backends;             /**< Bit (1u << enum thp_backend) per usable backend. */
 	uint32_t thp_mode;             /**< sysfs "enabled": 0 always, 1 madvise, 2 never, 3 unknown/absent. */
 	uint64_t pmd_size;             /**< PMD huge page size in bytes (0 if unknown). */
-	int pidfd_self;                /**< PIDFD_SELF value the kernel accepts, 0 if none. */
+	int32_t pidfd_self;            /**< PIDFD_SELF value the kernel accepts, 0 if none. */
 	bool procmap_query;            /**< PROCMAP_QUERY ioctl works. */
 	bool pmadv_skip_errors;        /**< RFC PMADV_SKIP_ERRORS accepted. */
 	bool pmadv_no_error_on_unmapped; /**< RFC PMADV_NO_ERROR_ON_UNMAPPED accepted. */
@@ -301,6 +320,7 @@ struct thp_probe_info {
 	bool process_madvise_self_huge; /**< process_madvise(self, MADV_HUGEPAGE) works (6.13+). */
 	bool thp_disable_except_advised; /**< PR_THP_DISABLE_EXCEPT_ADVISED (6.18+). */
 	bool madvise_collapse;         /**< MADV_COLLAPSE is known to the kernel. */
+	uint32_t reserved0;            /**< Zero (the tail padding LP64 had implicitly). */
 };
 /** Size of the first published struct thp_probe_info. */
 #define THP_PROBE_INFO_SIZE_VER0 40
@@ -343,14 +363,15 @@ struct thp_mapping_state {
 
 /** Options for thp_query(). */
 struct thp_query_opts {
-	size_t sz;                        /**< sizeof(struct thp_query_opts) */
-	int pidfd;                        /**< Target: THP_SELF or a pidfd. */
+	uint64_t sz;                      /**< sizeof(struct thp_query_opts) */
+	int32_t pidfd;                    /**< Target: THP_SELF or a pidfd. */
 	uint32_t flags;                   /**< Zero (no flags defined). */
 	uint64_t addr;                    /**< Only mappings overlapping [addr, addr+len) ... */
 	uint64_t len;                     /**< ... when len != 0; all mappings when 0. */
-	struct thp_mapping_state *states; /**< Optional output array. */
-	size_t states_cap;                /**< Entries available in states. */
-	size_t states_needed;             /**< Out: matching mappings. */
+	/** Optional output array. */
+	THP_PTR64(struct thp_mapping_state *, states);
+	uint64_t states_cap;              /**< Entries available in states. */
+	uint64_t states_needed;           /**< Out: matching mappings. */
 	/* Since 0.2: effective coverage over the matching mappings. */
 	uint64_t anon_bytes;              /**< Out: anonymous memory resident (smaps Anonymous:). */
 	uint64_t anon_huge_bytes;         /**< Out: of it, in huge pages (AnonHugePages:). */
@@ -379,8 +400,8 @@ THP_API int thp_query(struct thp_query_opts *opts);
 
 /** Options and results of thp_collapse(). */
 struct thp_collapse_opts {
-	size_t sz;                   /**< sizeof(struct thp_collapse_opts) */
-	int pidfd;                   /**< Target process: THP_SELF or a pidfd. */
+	uint64_t sz;                 /**< sizeof(struct thp_collapse_opts) */
+	int32_t pidfd;               /**< Target process: THP_SELF or a pidfd. */
 	uint32_t flags;              /**< Zero (no flags defined). */
 	/**
 	 * Collapse a 2 MiB extent only when at least this many of its base
@@ -391,10 +412,11 @@ struct thp_collapse_opts {
 	uint32_t reserved0;          /**< Zero. */
 	uint64_t budget_bytes;       /**< Stop after collapsing this much; 0: no limit. */
 	uint64_t budget_ns;          /**< Stop starting collapses after this long; 0: no limit. */
-	struct thp_report *failures; /**< Optional: one entry per extent the kernel refused. */
-	size_t failures_cap;         /**< Entries available in @ref failures. */
+	/** Optional: one entry per extent the kernel refused. */
+	THP_PTR64(struct thp_report *, failures);
+	uint64_t failures_cap;       /**< Entries available in @ref failures. */
 	/* Results. */
-	size_t failures_needed;      /**< Out: extents the kernel refused. */
+	uint64_t failures_needed;    /**< Out: extents the kernel refused. */
 	uint64_t mappings_seen;      /**< Out: mappings read. */
 	uint64_t mappings_eligible;  /**< Out: private anonymous mappings the pass may touch. */
 	uint64_t mappings_nohuge;    /**< Out: private anonymous mappings left alone: advised nohuge. */
@@ -474,6 +496,57 @@ THP_API int thp_report_format(const struct thp_report *r, char *buf, size_t len)
 
 /** Library version as "MAJOR.MINOR.PATCH". */
 THP_API const char *thp_version(void);
+
+/*
+ * The layout is the ABI on every architecture: a 32-bit program passes the
+ * same bytes as a 64-bit one.  Sizes and the offsets after each pointer or
+ * padding are pinned here, so a change that moves them does not compile.
+ */
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define THP_ASSERT_LAYOUT_(expr, msg) _Static_assert(expr, msg)
+#elif defined(__cplusplus) && __cplusplus >= 201103L
+#define THP_ASSERT_LAYOUT_(expr, msg) static_assert(expr, msg)
+#endif
+#ifdef THP_ASSERT_LAYOUT_
+THP_ASSERT_LAYOUT_(sizeof(bool) == 1 && sizeof(int) == 4, "libthp needs a 1-byte bool and a 4-byte int");
+THP_ASSERT_LAYOUT_(sizeof(struct thp_range) == 16, "struct thp_range layout");
+THP_ASSERT_LAYOUT_(sizeof(struct thp_report) == 72 &&
+		   offsetof(struct thp_report, error) == 40 &&
+		   offsetof(struct thp_report, reserved) == 56, "struct thp_report layout");
+THP_ASSERT_LAYOUT_(sizeof(struct thp_apply_opts) == THP_APPLY_OPTS_SIZE_VER0 &&
+		   offsetof(struct thp_apply_opts, reports) == 24 &&
+		   offsetof(struct thp_apply_opts, backend_used) == 32, "struct thp_apply_opts layout");
+THP_ASSERT_LAYOUT_(sizeof(struct thp_apply_all_opts) == THP_APPLY_ALL_OPTS_SIZE_VER0 &&
+		   offsetof(struct thp_apply_all_opts, failures) == 24 &&
+		   offsetof(struct thp_apply_all_opts, failures_cap) == 32 &&
+		   offsetof(struct thp_apply_all_opts, failures_needed) == 40 &&
+		   offsetof(struct thp_apply_all_opts, backend_used) == 80, "struct thp_apply_all_opts layout");
+THP_ASSERT_LAYOUT_(sizeof(struct thp_default_opts) == THP_DEFAULT_OPTS_SIZE_VER0 &&
+		   offsetof(struct thp_default_opts, backend_used) == 32 &&
+		   offsetof(struct thp_default_opts, persistent) == 36 &&
+		   offsetof(struct thp_default_opts, mappings_changed) == 40, "struct thp_default_opts layout");
+THP_ASSERT_LAYOUT_(sizeof(struct thp_probe_info) == THP_PROBE_INFO_SIZE_VER0 &&
+		   offsetof(struct thp_probe_info, pmd_size) == 16 &&
+		   offsetof(struct thp_probe_info, procmap_query) == 28 &&
+		   offsetof(struct thp_probe_info, madvise_collapse) == 35, "struct thp_probe_info layout");
+THP_ASSERT_LAYOUT_(sizeof(struct thp_mapping_state) == 104 &&
+		   offsetof(struct thp_mapping_state, reserved0) == 20 &&
+		   offsetof(struct thp_mapping_state, anon_huge_bytes) == 24 &&
+		   offsetof(struct thp_mapping_state, name) == 40, "struct thp_mapping_state layout");
+THP_ASSERT_LAYOUT_(sizeof(struct thp_query_opts) == THP_QUERY_OPTS_SIZE_VER1 &&
+		   offsetof(struct thp_query_opts, anon_bytes) == THP_QUERY_OPTS_SIZE_VER0 &&
+		   offsetof(struct thp_query_opts, addr) == 16 &&
+		   offsetof(struct thp_query_opts, states) == 32 &&
+		   offsetof(struct thp_query_opts, states_cap) == 40 &&
+		   offsetof(struct thp_query_opts, states_needed) == 48, "struct thp_query_opts layout");
+THP_ASSERT_LAYOUT_(sizeof(struct thp_collapse_opts) == THP_COLLAPSE_OPTS_SIZE_VER0 &&
+		   offsetof(struct thp_collapse_opts, budget_bytes) == 24 &&
+		   offsetof(struct thp_collapse_opts, failures) == 40 &&
+		   offsetof(struct thp_collapse_opts, failures_cap) == 48 &&
+		   offsetof(struct thp_collapse_opts, thp_disabled) == 152 &&
+		   offsetof(struct thp_collapse_opts, elapsed_ns) == 160, "struct thp_collapse_opts layout");
+#undef THP_ASSERT_LAYOUT_
+#endif
 
 #ifdef __cplusplus
 }

@@ -228,8 +228,8 @@ static bool query_call(const struct victim *v, int it)
 	int r = thp_query(&q);
 
 	ck_assert_msg(r == -ESRCH || (r >= 0 && q.states_needed == v->nr_mappings),
-		      "iteration %d: thp_query returned %d (%s) with %zu of %zu mappings", it, r,
-		      thp_strerror(r), q.states_needed, v->nr_mappings);
+		      "iteration %d: thp_query returned %d (%s) with %llu of %zu mappings", it, r,
+		      thp_strerror(r), (unsigned long long)q.states_needed, v->nr_mappings);
 	return r == -ESRCH;
 }
 

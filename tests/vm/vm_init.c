@@ -14,6 +14,10 @@
  * forked processes so that each starts from the same clean state.
  * "/init --child [rfc]" is the exec'd child of the set_default checks: it
  * prints its thp_get_default() policy and a fresh mapping's VmFlags.
+ *
+ * Built with gcc -m32 (tests/vm/run_vm32.sh, -DVM_INIT_LIB_ONLY) it runs the
+ * same library checks as a 32-bit program on the kernel's IA32 emulation;
+ * thpctl and the preload, dynamically linked 64-bit programs, are left out.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -754,7 +758,7 @@ static void check_skip_normalisation(void)
 	/* Touch everything so that collapse has pages to work on. */
 	for (unsigned long off = 0; off < 3 * PMD; off += 4096)
 		((volatile char *)base)[off] = 1;
-	if (madvise((void *)rg[1].addr, PMD, MADV_NOHUGEPAGE))
+	if (madvise((void *)(uintptr_t)rg[1].addr, PMD, MADV_NOHUGEPAGE))
 		cfail(&c, "madvise(NOHUGEPAGE): %s", strerror(errno));
 	{
 		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_COLLAPSE,
@@ -1620,6 +1624,7 @@ static void check_prctl_hazard(void)
 	cdone(&c);
 }
 
+#ifndef VM_INIT_LIB_ONLY
 /* ---- thpctl and the preload, dynamically linked, as users run them ---- */
 
 static char conf_thpctl[256], conf_preload[256], conf_child_report[256];
@@ -1810,6 +1815,41 @@ out:
 	cdone(&c);
 }
 
+#endif /* !VM_INIT_LIB_ONLY */
+
+/* ---- the ABI this program was built for ------------------------------ */
+
+/*
+ * thp.h's _Static_asserts already hold every struct to one layout; this
+ * says which ABI ran, and that the newest size constant of each struct is
+ * what sizeof() gives here.
+ */
+static void check_abi(void)
+{
+	struct check c = { .name = sizeof(void *) == 4 ? "abi_ilp32" : "abi_lp64" };
+	static const struct { const char *name; size_t size, want; } structs[] = {
+		{ "thp_apply_opts", sizeof(struct thp_apply_opts), THP_APPLY_OPTS_SIZE_VER0 },
+		{ "thp_apply_all_opts", sizeof(struct thp_apply_all_opts),
+		  THP_APPLY_ALL_OPTS_SIZE_VER0 },
+		{ "thp_default_opts", sizeof(struct thp_default_opts), THP_DEFAULT_OPTS_SIZE_VER0 },
+		{ "thp_probe_info", sizeof(struct thp_probe_info), THP_PROBE_INFO_SIZE_VER0 },
+		{ "thp_query_opts", sizeof(struct thp_query_opts), THP_QUERY_OPTS_SIZE_VER1 },
+		{ "thp_collapse_opts", sizeof(struct thp_collapse_opts),
+		  THP_COLLAPSE_OPTS_SIZE_VER0 },
+	};
+
+	printf("VMTEST INFO abi: %zu-bit pointers, %zu-bit long, struct sizes", 8 * sizeof(void *),
+	       8 * sizeof(long));
+	for (size_t i = 0; i < sizeof(structs) / sizeof(structs[0]); i++) {
+		printf(" %s %zu", structs[i].name, structs[i].size);
+		if (structs[i].size != structs[i].want)
+			cfail(&c, "sizeof(struct %s) %zu, thp.h's size %zu", structs[i].name,
+			      structs[i].size, structs[i].want);
+	}
+	printf("\n");
+	cdone(&c);
+}
+
 /* ---- main ------------------------------------------------------------ */
 
 static void setup_console(void)
@@ -1879,6 +1919,7 @@ int main(int argc, char **argv)
 	boot_mode = cur_mode = sysfs_mode();
 	printf("VMTEST INFO boot THP mode %s\n", boot_mode < 3 ? mode_names[boot_mode] : "unknown");
 
+	check_abi();
 	check_probe();
 	check_apply_ranges();
 	report_auto_backends();
@@ -1886,8 +1927,13 @@ int main(int argc, char **argv)
 	check_set_default();
 	check_prctl_hazard();
 	in_child(collapse_run, NULL);
+#ifdef VM_INIT_LIB_ONLY
+	printf("VMTEST INFO %zu-bit library checks only: thpctl and the preload are the "
+	       "64-bit runs' part\n", 8 * sizeof(void *));
+#else
 	read_conf();
 	check_thpctl();
+#endif
 	if (set_sysfs_mode(boot_mode))
 		fail("set_mode", "cannot restore the global THP mode");
 	if (rfc) {

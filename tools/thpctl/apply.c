@@ -169,15 +169,16 @@ static void print_text(const struct apply_req *q, const struct apply_result *res
 		}
 	}
 	if (q->all && res->ret >= 0) {
-		printf("all mappings: seen %llu, advised %llu, skipped %llu, failed %zu, "
+		printf("all mappings: seen %llu, advised %llu, skipped %llu, failed %llu, "
 		       "bytes advised %llu (advice %s, backend %s)\n",
 		       (unsigned long long)res->all.mappings_seen,
 		       (unsigned long long)res->all.mappings_advised,
-		       (unsigned long long)res->all.mappings_skipped, res->all.failures_needed,
+		       (unsigned long long)res->all.mappings_skipped,
+		       (unsigned long long)res->all.failures_needed,
 		       (unsigned long long)res->all.bytes_advised, q->advice_name, be);
 		if (res->all.failures_needed > res->nreports)
-			printf("(%zu more failed mappings not listed)\n",
-			       res->all.failures_needed - res->nreports);
+			printf("(%llu more failed mappings not listed)\n",
+			       (unsigned long long)(res->all.failures_needed - res->nreports));
 	} else if (res->ret >= 0) {
 		printf("ranges: %d of %zu advised without error (advice %s, backend %s)\n",
 		       res->ret, q->nranges, q->advice_name, be);
@@ -267,7 +268,8 @@ static void print_errors(const struct apply_req *q, const struct apply_result *r
 		return;
 	}
 	if (q->all && res->all.failures_needed)
-		thpctl_error("apply: %zu of %llu mappings failed%s", res->all.failures_needed,
+		thpctl_error("apply: %llu of %llu mappings failed%s",
+			     (unsigned long long)res->all.failures_needed,
 			     (unsigned long long)res->all.mappings_seen,
 			     nothing_advised(q, res) ? ", nothing was advised" : "");
 	else if (!q->all && failed)

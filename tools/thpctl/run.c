@@ -32,11 +32,14 @@
 #include "thpctl.h"
 
 #ifndef THPCTL_PRELOAD_INSTALLED
-#define THPCTL_PRELOAD_INSTALLED "/usr/local/lib/libthp-preload.so"
+#define THPCTL_PRELOAD_INSTALLED "/usr/local/lib/libthp/libthp-preload.so"
 #endif
-#ifndef THPCTL_PRELOAD_BUILD
-#define THPCTL_PRELOAD_BUILD ""
-#endif
+/*
+ * In a build tree the preload is here relative to thpctl's directory
+ * (tools/ and preload/ of the build root).  A relative path, so that no
+ * build path is compiled into the installed binary.
+ */
+#define PRELOAD_BUILD_DIR_REL "../preload"
 
 
 struct run_args {
@@ -166,29 +169,29 @@ static bool own_path(char exe[PATH_MAX])
 
 const char *thpctl_preload_path(const char **why)
 {
+	static char tree[PATH_MAX + sizeof("/" PRELOAD_ENV_SONAME)];
 	const char *env = getenv("THPCTL_PRELOAD");
-	char root[PATH_MAX], dir[PATH_MAX], exe[PATH_MAX], *slash;
-	size_t n;
+	char dir[PATH_MAX + sizeof("/" PRELOAD_BUILD_DIR_REL)], exe[PATH_MAX], *slash;
 
 	if (env && *env)
 		return env;
-	/* THPCTL_PRELOAD_BUILD is <build root>/preload/libthp-preload.so. */
-	snprintf(root, sizeof(root), "%s", THPCTL_PRELOAD_BUILD);
-	for (int up = 0; up < 2 && (slash = strrchr(root, '/')); up++)
-		*slash = 0;
-	/* No build tree (any more): this is an installed thpctl. */
-	if (!*root || !realpath(root, dir))
-		return THPCTL_PRELOAD_INSTALLED;
 	if (!own_path(exe)) {
 		*why = "cannot tell whether this thpctl runs from its build tree (neither "
 		       "/proc/self/exe nor AT_EXECFN resolves); set THPCTL_PRELOAD";
 		return NULL;
 	}
-	/* A thpctl inside the build tree takes that tree's preload, built or not. */
-	n = strlen(dir);
-	if (!strncmp(exe, dir, n) && exe[n] == '/')
-		return THPCTL_PRELOAD_BUILD;
-	return THPCTL_PRELOAD_INSTALLED;
+	slash = strrchr(exe, '/');
+	*slash = 0;
+	snprintf(dir, sizeof(dir), "%s/" PRELOAD_BUILD_DIR_REL, exe);
+	/*
+	 * A thpctl with a preload/ next to its directory is in the build tree
+	 * and takes that tree's preload, built or not; an installed one
+	 * (/usr/bin: no /usr/preload) the installed preload.
+	 */
+	if (!realpath(dir, exe))
+		return THPCTL_PRELOAD_INSTALLED;
+	snprintf(tree, sizeof(tree), "%s/" PRELOAD_ENV_SONAME, exe);
+	return tree;
 }
 
 /*

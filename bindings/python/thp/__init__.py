@@ -96,6 +96,12 @@ def _enum_or_int(cls, value):
 
 # ------------------------------------------------------------ C structures
 
+def _ptr64(name, ptr_type):
+    """THP_PTR64 in thp.h: a pointer in an 8-byte slot on every ABI."""
+    return type("_" + name + "_slot", (ctypes.Union,),
+                {"_fields_": [(name, ptr_type), (name + "_u64", ctypes.c_uint64)]})
+
+
 class _Range(ctypes.Structure):
     _fields_ = [("addr", ctypes.c_uint64), ("len", ctypes.c_uint64)]
 
@@ -116,28 +122,30 @@ class _Report(ctypes.Structure):
 
 
 class _ApplyOpts(ctypes.Structure):
+    _anonymous_ = ("_reports",)
     _fields_ = [
-        ("sz", ctypes.c_size_t),
-        ("pidfd", ctypes.c_int),
-        ("advice", ctypes.c_int),
+        ("sz", ctypes.c_uint64),
+        ("pidfd", ctypes.c_int32),
+        ("advice", ctypes.c_int32),
         ("flags", ctypes.c_uint32),
         ("backend", ctypes.c_uint32),
-        ("reports", ctypes.POINTER(_Report)),
+        ("_reports", _ptr64("reports", ctypes.POINTER(_Report))),
         ("backend_used", ctypes.c_uint32),
         ("reserved0", ctypes.c_uint32),
     ]
 
 
 class _ApplyAllOpts(ctypes.Structure):
+    _anonymous_ = ("_failures",)
     _fields_ = [
-        ("sz", ctypes.c_size_t),
-        ("pidfd", ctypes.c_int),
-        ("advice", ctypes.c_int),
+        ("sz", ctypes.c_uint64),
+        ("pidfd", ctypes.c_int32),
+        ("advice", ctypes.c_int32),
         ("flags", ctypes.c_uint32),
         ("backend", ctypes.c_uint32),
-        ("failures", ctypes.POINTER(_Report)),
-        ("failures_cap", ctypes.c_size_t),
-        ("failures_needed", ctypes.c_size_t),
+        ("_failures", _ptr64("failures", ctypes.POINTER(_Report))),
+        ("failures_cap", ctypes.c_uint64),
+        ("failures_needed", ctypes.c_uint64),
         ("mappings_seen", ctypes.c_uint64),
         ("mappings_advised", ctypes.c_uint64),
         ("mappings_skipped", ctypes.c_uint64),
@@ -149,13 +157,13 @@ class _ApplyAllOpts(ctypes.Structure):
 
 class _DefaultOpts(ctypes.Structure):
     _fields_ = [
-        ("sz", ctypes.c_size_t),
-        ("pidfd", ctypes.c_int),
+        ("sz", ctypes.c_uint64),
+        ("pidfd", ctypes.c_int32),
         ("policy", ctypes.c_uint32),
         ("flags", ctypes.c_uint32),
         ("backend", ctypes.c_uint32),
-        ("prctl_set", ctypes.c_int),
-        ("prctl_get", ctypes.c_int),
+        ("prctl_set", ctypes.c_int32),
+        ("prctl_get", ctypes.c_int32),
         ("backend_used", ctypes.c_uint32),
         ("persistent", ctypes.c_bool),
         ("reserved0", ctypes.c_uint8 * 3),
@@ -165,11 +173,11 @@ class _DefaultOpts(ctypes.Structure):
 
 class _ProbeInfo(ctypes.Structure):
     _fields_ = [
-        ("sz", ctypes.c_size_t),
+        ("sz", ctypes.c_uint64),
         ("backends", ctypes.c_uint32),
         ("thp_mode", ctypes.c_uint32),
         ("pmd_size", ctypes.c_uint64),
-        ("pidfd_self", ctypes.c_int),
+        ("pidfd_self", ctypes.c_int32),
         ("procmap_query", ctypes.c_bool),
         ("pmadv_skip_errors", ctypes.c_bool),
         ("pmadv_no_error_on_unmapped", ctypes.c_bool),
@@ -178,6 +186,7 @@ class _ProbeInfo(ctypes.Structure):
         ("process_madvise_self_huge", ctypes.c_bool),
         ("thp_disable_except_advised", ctypes.c_bool),
         ("madvise_collapse", ctypes.c_bool),
+        ("reserved0", ctypes.c_uint32),
     ]
 
 
@@ -197,15 +206,16 @@ class _MappingState(ctypes.Structure):
 
 
 class _QueryOpts(ctypes.Structure):
+    _anonymous_ = ("_states",)
     _fields_ = [
-        ("sz", ctypes.c_size_t),
-        ("pidfd", ctypes.c_int),
+        ("sz", ctypes.c_uint64),
+        ("pidfd", ctypes.c_int32),
         ("flags", ctypes.c_uint32),
         ("addr", ctypes.c_uint64),
         ("len", ctypes.c_uint64),
-        ("states", ctypes.POINTER(_MappingState)),
-        ("states_cap", ctypes.c_size_t),
-        ("states_needed", ctypes.c_size_t),
+        ("_states", _ptr64("states", ctypes.POINTER(_MappingState))),
+        ("states_cap", ctypes.c_uint64),
+        ("states_needed", ctypes.c_uint64),
         ("anon_bytes", ctypes.c_uint64),
         ("anon_huge_bytes", ctypes.c_uint64),
         ("anon_alignable_bytes", ctypes.c_uint64),
@@ -213,17 +223,18 @@ class _QueryOpts(ctypes.Structure):
 
 
 class _CollapseOpts(ctypes.Structure):
+    _anonymous_ = ("_failures",)
     _fields_ = [
-        ("sz", ctypes.c_size_t),
-        ("pidfd", ctypes.c_int),
+        ("sz", ctypes.c_uint64),
+        ("pidfd", ctypes.c_int32),
         ("flags", ctypes.c_uint32),
         ("min_present_pages", ctypes.c_uint32),
         ("reserved0", ctypes.c_uint32),
         ("budget_bytes", ctypes.c_uint64),
         ("budget_ns", ctypes.c_uint64),
-        ("failures", ctypes.POINTER(_Report)),
-        ("failures_cap", ctypes.c_size_t),
-        ("failures_needed", ctypes.c_size_t),
+        ("_failures", _ptr64("failures", ctypes.POINTER(_Report))),
+        ("failures_cap", ctypes.c_uint64),
+        ("failures_needed", ctypes.c_uint64),
         ("mappings_seen", ctypes.c_uint64),
         ("mappings_eligible", ctypes.c_uint64),
         ("mappings_nohuge", ctypes.c_uint64),
@@ -241,11 +252,10 @@ class _CollapseOpts(ctypes.Structure):
     ]
 
 
-# Sizes on LP64 (x86_64, aarch64, ...): the layout must match thp.h exactly.
-# Checked there only (an ILP32 build lays the pointer and size_t fields out
-# smaller, which ctypes follows by itself), and as an ImportError rather
-# than an assert, which python -O would drop.
-_EXPECTED_SIZES_LP64 = {
+# The same sizes on every ABI (thp.h's _Static_asserts): the layout must
+# match thp.h exactly.  An ImportError rather than an assert, which python
+# -O would drop.
+_EXPECTED_SIZES = {
     _Range: 16,
     _Report: 72,
     _ApplyOpts: 40,
@@ -256,11 +266,10 @@ _EXPECTED_SIZES_LP64 = {
     _QueryOpts: 80,
     _CollapseOpts: 168,
 }
-if ctypes.sizeof(ctypes.c_void_p) == 8:
-    for _cls, _size in _EXPECTED_SIZES_LP64.items():
-        if ctypes.sizeof(_cls) != _size:
-            raise ImportError("thp: %s is %d bytes, thp.h says %d"
-                              % (_cls.__name__, ctypes.sizeof(_cls), _size))
+for _cls, _size in _EXPECTED_SIZES.items():
+    if ctypes.sizeof(_cls) != _size:
+        raise ImportError("thp: %s is %d bytes, thp.h says %d"
+                          % (_cls.__name__, ctypes.sizeof(_cls), _size))
 
 
 # ----------------------------------------------------------------- loading
