@@ -55,7 +55,7 @@ extern "C" {
 /** Library version, major part. */
 #define THP_VERSION_MAJOR 0
 /** Library version, minor part. */
-#define THP_VERSION_MINOR 1
+#define THP_VERSION_MINOR 2
 /** Library version, patch part. */
 #define THP_VERSION_PATCH 0
 
