@@ -1728,7 +1728,7 @@ static void check_prctl_hazard(void)
 
 /* ---- thpctl and the preload, dynamically linked, as users run them ---- */
 
-static char conf_thpctl[256], conf_preload[256], conf_child_report[256];
+static char conf_thpctl[256], conf_preload[256], conf_child_report[256], conf_model[256];
 
 static void read_conf(void)
 {
@@ -1744,6 +1744,8 @@ static void read_conf(void)
 			snprintf(conf_preload, sizeof(conf_preload), "%s", line + 8);
 		else if (!strncmp(line, "child_report=", 13))
 			snprintf(conf_child_report, sizeof(conf_child_report), "%s", line + 13);
+		else if (!strncmp(line, "model=", 6))
+			snprintf(conf_model, sizeof(conf_model), "%s", line + 6);
 	}
 }
 
@@ -1918,6 +1920,38 @@ out:
 
 /* ---- main ------------------------------------------------------------ */
 
+/*
+ * tests/model's checker on this kernel: a fixed set of seeds through every
+ * backend and walk mode the kernel has, in the boot's THP mode.  Its last
+ * line says how many cases ran, in how long, and how many diverged.
+ */
+#define VM_MODEL_CASES "20"
+
+static void check_model(void)
+{
+	static char out[65536];
+	char *argv[] = { conf_model, (char *)VM_MODEL_CASES, NULL };
+	char *envp[] = { NULL };
+	const char *last;
+	int st;
+
+	if (!conf_model[0]) {
+		fail("model", "thp_model missing from /vmtest.conf");
+		return;
+	}
+	st = run_capture(argv, envp, out, sizeof(out));
+	last = strstr(out, "thp_model: kernel");
+	while (last && strstr(last + 1, "thp_model: kernel"))
+		last = strstr(last + 1, "thp_model: kernel");
+	printf("VMTEST INFO model: %.*s\n", last ? (int)strcspn(last, "\n") : 0, last ? last : "");
+	if (st != 0) {
+		printf("%s\n", out);
+		fail("model", "thp_model exit %d", st);
+	} else {
+		pass("model");
+	}
+}
+
 static void setup_console(void)
 {
 	if (fcntl(1, F_GETFD) >= 0)
@@ -2007,6 +2041,8 @@ int main(int argc, char **argv)
 	} else {
 		in_child(stock_run, NULL);
 	}
+	/* Last: hundreds of processes and a few hundred MiB touched in the guest. */
+	check_model();
 done:
 	printf("VMTEST DONE (%d failed)\n", nfail);
 	fflush(stdout);
