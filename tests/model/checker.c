@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -77,7 +78,14 @@ struct map_spec {
 	bool present;             /* false once shrinking turned it into a hole */
 };
 
-enum req { REQ_RANGES, REQ_ALL };
+enum req { REQ_RANGES, REQ_ALL, REQ_POLICY };
+
+#define MAX_STEPS 8
+
+struct policy_step {
+	bool set;
+	uint32_t policy, flags;
+};
 
 struct case_spec {
 	uint64_t seed;
@@ -89,6 +97,8 @@ struct case_spec {
 	uint32_t flags;
 	size_t nr_ranges;
 	struct thp_range *ranges; /* addr: offset from the arena start */
+	size_t nr_steps;          /* REQ_POLICY: set/get calls in order */
+	struct policy_step steps[MAX_STEPS];
 };
 
 static uint64_t rng;
@@ -132,6 +142,16 @@ static void gen_case(struct case_spec *c, uint64_t seed, bool big_ok)
 		c->advice = THP_ADVICE_COLLAPSE;
 	big = big_ok && !collapse && rnd(48) == 0;
 	c->req = !collapse && rnd(7) == 0 ? REQ_ALL : REQ_RANGES;
+	/* Policy sequences: modelled for kernels without the RFC interfaces. */
+	if (!collapse && !pinfo.pmadv_set_default && rnd(6) == 0) {
+		c->req = REQ_POLICY;
+		c->nr_steps = 1 + rnd(MAX_STEPS);
+		for (size_t i = 0; i < c->nr_steps; i++) {
+			c->steps[i].set = rnd(5) < 3;
+			c->steps[i].policy = (uint32_t)rnd(THP_POLICY_COUNT);
+			c->steps[i].flags = (uint32_t)rnd(4); /* REQUIRE_PERSISTENT, NO_EXISTING */
+		}
+	}
 	c->flags = (uint32_t)rnd(4);
 	c->align_pages = rnd(3) ? 0 : rnd(ext);
 	c->nr_maps = 1 + (rnd(4) ? rnd(6) : rnd(MAX_MAPS));
@@ -193,7 +213,8 @@ static void print_case(FILE *f, const struct case_spec *c)
 					   [THP_ADVICE_COLLAPSE] = "COLLAPSE" };
 
 	fprintf(f, "  %s advice %s flags 0x%x, arena %" PRIu64 " pages at PMD + %" PRIu64 " pages\n",
-		c->req == REQ_ALL ? "thp_apply_all" : "thp_apply_ranges", adv[c->advice], c->flags,
+		c->req == REQ_ALL ? "thp_apply_all" : c->req == REQ_POLICY ? "policy sequence" :
+		"thp_apply_ranges", adv[c->advice], c->flags,
 		c->arena_pages, c->align_pages);
 	for (size_t i = 0; i < c->nr_maps; i++) {
 		const struct map_spec *m = &c->maps[i];
@@ -213,6 +234,10 @@ static void print_case(FILE *f, const struct case_spec *c)
 			fprintf(f, ", sealed");
 		fprintf(f, "\n");
 	}
+	for (size_t i = 0; i < c->nr_steps; i++)
+		fprintf(f, "  call %zu: thp_%s_default(%s, flags 0x%x)\n", i,
+			c->steps[i].set ? "set" : "get",
+			c->steps[i].set ? thp_policy_name(c->steps[i].policy) : "-", c->steps[i].flags);
 	for (size_t i = 0; i < c->nr_ranges && i < 64; i++)
 		fprintf(f, "  range %zu: page %" PRIu64 " + %" PRIu64 " bytes\n", i,
 			c->ranges[i].addr / page, c->ranges[i].len);
@@ -710,6 +735,115 @@ static bool run_all(const struct case_spec *c, const struct run_cfg *r, struct m
 	return true;
 }
 
+/* THP_enabled: of /proc/self/status, -1 when the kernel has no such line. */
+static int status_thp_enabled(void)
+{
+	char buf[8192];
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	const char *p;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	p = strstr(buf, "THP_enabled:");
+	return p ? atoi(p + 12) : -1;
+}
+
+static const struct vma *snap_at(uint64_t addr)
+{
+	for (size_t i = 0; i < snap.n; i++)
+		if (snap.v[i].start <= addr && addr < snap.v[i].end)
+			return &snap.v[i];
+	return NULL;
+}
+
+static char *self_exe_path;
+
+/* The PR_SET_THP_DISABLE state in a forked and an exec()ed child. */
+static bool check_children_disable(int want)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		char *argv[] = { self_exe_path, (char *)"--report-disable", NULL };
+
+		if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) != want)
+			_exit(100);
+		execv(self_exe_path, argv);
+		_exit(101);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return diverge("policy: child died");
+	if (WEXITSTATUS(st) == 100)
+		return diverge("policy: a forked child's PR_GET_THP_DISABLE differs from %d", want);
+	if (WEXITSTATUS(st) != want)
+		return diverge("policy: an exec()ed child's PR_GET_THP_DISABLE is %d, expected %d",
+			       WEXITSTATUS(st), want);
+	return true;
+}
+
+static bool run_policy(const struct case_spec *c)
+{
+	char *probe_map = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int disable = (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+
+	if (probe_map == MAP_FAILED)
+		return diverge("mmap: %s", strerror(errno));
+	for (size_t i = 0; i < c->nr_steps; i++) {
+		const struct policy_step *st = &c->steps[i];
+		THP_OPTS(thp_default_opts, o, .policy = st->policy, .flags = st->flags);
+		struct model_policy_answer m;
+		uint64_t n = 0;
+		const struct vma *v;
+		int ret, thp_enabled;
+		long now;
+
+		if (snap_read(&snap))
+			return diverge("cannot read smaps");
+		/* thp_set_default(3): existing mappings that carry no advice yet. */
+		for (size_t k = 0; k < snap.n; k++)
+			n += !snap.v[k].vsyscall && !snap.v[k].hg && !snap.v[k].nh;
+		ret = st->set ? thp_set_default(&o) : thp_get_default(&o);
+		model_policy_step(pinfo.thp_disable_except_advised, &disable, st->set, st->policy,
+				  st->flags, &m);
+		if (ret != m.ret || (!ret && (o.backend_used != m.backend_used ||
+					      o.persistent != m.persistent ||
+					      (!st->set && o.policy != m.policy) ||
+					      (st->set && o.mappings_changed !=
+							  (m.advises_existing ? n : 0)))))
+			return diverge("policy call %zu (%s %s flags 0x%x): library ret %d policy %s "
+				       "backend %s persistent %d changed %" PRIu64 "; model ret %d "
+				       "policy %s backend %s persistent %d changed %" PRIu64 " (%s)",
+				       i, st->set ? "set" : "get", thp_policy_name(st->policy),
+				       st->flags, ret, thp_policy_name(o.policy),
+				       thp_backend_name(o.backend_used), o.persistent,
+				       o.mappings_changed, m.ret, thp_policy_name(m.policy),
+				       thp_backend_name(m.backend_used), m.persistent,
+				       m.advises_existing ? n : 0, thp_strerror_detail());
+		now = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+		if (now != disable)
+			return diverge("policy call %zu: PR_GET_THP_DISABLE %ld, the model %d", i, now,
+				       disable);
+		thp_enabled = status_thp_enabled();
+		if (thp_enabled >= 0 && thp_enabled != (disable != MODEL_THP_DISABLED))
+			return diverge("policy call %zu: THP_enabled: %d with PR_GET_THP_DISABLE %d",
+				       i, thp_enabled, disable);
+		if (m.advises_existing && !ret) {
+			if (snap_read(&snap) || !(v = snap_at((uint64_t)(uintptr_t)probe_map)))
+				return diverge("cannot read smaps");
+			if (!v->hg || v->nh)
+				return diverge("policy call %zu: an existing mapping has hg=%d nh=%d "
+					       "after HUGE", i, v->hg, v->nh);
+		}
+	}
+	return check_children_disable(disable);
+}
+
 /* A forced backend the kernel lacks: -EOPNOTSUPP, and nothing changes. */
 static bool run_refused(const struct case_spec *c, const struct run_cfg *r, struct model_arena *a)
 {
@@ -755,7 +889,9 @@ static void run_child(const struct case_spec *c, const struct run_cfg *r, uint64
 		diverge("out of memory");
 		goto out;
 	}
-	if (!backend_offered(c, r->backend))
+	if (c->req == REQ_POLICY)
+		ok = run_policy(c);
+	else if (!backend_offered(c, r->backend))
 		ok = run_refused(c, r, &a);
 	else if (c->req == REQ_ALL)
 		ok = run_all(c, r, &a) && check_smaps(&a, "after the call") && check_forked(&a);
@@ -792,6 +928,9 @@ static void case_child(const struct case_spec *c, int wfd)
 
 			/* Without PROCMAP_QUERY the text walk is the only one. */
 			if (!text && !pinfo.procmap_query)
+				continue;
+			/* A policy sequence is the process's own: once, through AUTO. */
+			if (c->req == REQ_POLICY && (b || text != !pinfo.procmap_query))
 				continue;
 			if (pipe(p))
 				_exit(2);
@@ -995,11 +1134,14 @@ int main(int argc, char **argv)
 	bool replay = getenv("THP_MODEL_SEED") != NULL;
 	bool big_ok = env_u64("THP_MODEL_BIG", 1) != 0;
 	uint64_t done = 0, diverged = 0, unbuildable = 0, by_advice[32] = { 0 }, all_calls = 0;
-	uint64_t many = 0, big = 0;
+	uint64_t many = 0, big = 0, policy_seqs = 0;
 	struct timespec t0, t1;
 	struct utsname u;
 	char msg[1200];
 
+	if (argc > 1 && !strcmp(argv[1], "--report-disable"))
+		return (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	self_exe_path = realpath("/proc/self/exe", NULL);
 	verbose = env_u64("THP_MODEL_VERBOSE", 0) != 0;
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1037,6 +1179,7 @@ int main(int argc, char **argv)
 		done++;
 		by_advice[c.advice]++;
 		all_calls += c.req == REQ_ALL;
+		policy_seqs += c.req == REQ_POLICY;
 		many += c.nr_ranges >= 100;
 		big += c.maps[0].pages * page > (2ULL << 30);
 		if (r == 3) {
@@ -1051,14 +1194,21 @@ int main(int argc, char **argv)
 			printf("  replay: THP_MODEL_SEED=%" PRIu64 " %s\n", seed, argv[0]);
 		}
 		free(c.ranges);
+		/* A long run says how far it got (it may be stopped before the end). */
+		if (done % 1000 == 0) {
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			printf("thp_model: progress: %" PRIu64 " cases, %" PRIu64
+			       " divergences, %.0f s\n", done, diverged,
+			       (double)(t1.tv_sec - t0.tv_sec));
+		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("thp_model: kernel %s: %" PRIu64 " cases (HUGE %" PRIu64 ", NOHUGE %" PRIu64
-	       ", COLLAPSE %" PRIu64 "; %" PRIu64 " thp_apply_all, %" PRIu64 " with 100+ ranges, %"
+	       ", COLLAPSE %" PRIu64 "; %" PRIu64 " thp_apply_all, %" PRIu64 " policy sequences, %" PRIu64 " with 100+ ranges, %"
 	       PRIu64 " past 2 GiB) in %.1f s: %" PRIu64
 	       " divergences, %" PRIu64 " layouts not buildable\n", u.release, done,
 	       by_advice[THP_ADVICE_HUGE], by_advice[THP_ADVICE_NOHUGE],
-	       by_advice[THP_ADVICE_COLLAPSE], all_calls, many, big,
+	       by_advice[THP_ADVICE_COLLAPSE], all_calls, policy_seqs, many, big,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, diverged,
 	       unbuildable);
 	return diverged || unbuildable ? 1 : 0;

@@ -175,3 +175,57 @@ void model_apply_all(struct model_arena *a, size_t nr_vmas, uint64_t bytes, int 
 		if (a->page[p] & MP_MAPPED)
 			advise_page(&a->page[p], advice);
 }
+
+void model_policy_step(bool except_advised, int *disable, bool set, uint32_t policy,
+		       uint32_t flags, struct model_policy_answer *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!set) {
+		/* thp_get_default(3): PR_GET_THP_DISABLE first, then a fresh mapping. */
+		out->persistent = true;
+		if (*disable) {
+			out->policy = *disable == MODEL_THP_EXCEPT_ADVISED ? THP_POLICY_NOHUGE
+									   : THP_POLICY_NEVER;
+			out->backend_used = THP_BACKEND_PRCTL_DISABLE;
+		} else {
+			/* Without the RFC nothing gives fresh mappings advice. */
+			out->policy = THP_POLICY_SYSTEM;
+			out->backend_used = THP_BACKEND_AUTO;
+		}
+		return;
+	}
+	switch (policy) {
+	case THP_POLICY_SYSTEM:
+	case THP_POLICY_NEVER:
+		/* "On mainline 6.18, SYSTEM (clear PR_SET_THP_DISABLE) ... NEVER ... are persistent." */
+		*disable = policy == THP_POLICY_NEVER ? MODEL_THP_DISABLED : MODEL_THP_ENABLED;
+		out->backend_used = THP_BACKEND_PRCTL_DISABLE;
+		out->persistent = true;
+		return;
+	case THP_POLICY_NOHUGE:
+		/* "before 6.18, THP_POLICY_NOHUGE fails with -EOPNOTSUPP" (state kept). */
+		if (!except_advised) {
+			out->ret = -EOPNOTSUPP;
+			return;
+		}
+		*disable = MODEL_THP_EXCEPT_ADVISED;
+		out->backend_used = THP_BACKEND_PRCTL_DISABLE;
+		out->persistent = true;
+		return;
+	default:
+		/*
+		 * HUGE "needs an RFC kernel; on mainline it only advises the
+		 * existing mappings and reports persistent = false, or fails
+		 * with -EOPNOTSUPP under THP_DEFAULT_F_REQUIRE_PERSISTENT".
+		 * A disable left by NEVER/NOHUGE would hide it: it is cleared.
+		 */
+		if (flags & THP_DEFAULT_F_REQUIRE_PERSISTENT) {
+			out->ret = -EOPNOTSUPP;
+			return;
+		}
+		*disable = MODEL_THP_ENABLED;
+		out->backend_used = THP_BACKEND_EXISTING_ONLY;
+		out->advises_existing = !(flags & THP_DEFAULT_F_NO_EXISTING);
+		return;
+	}
+}

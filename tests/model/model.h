@@ -81,3 +81,24 @@ void model_apply_all(struct model_arena *a, size_t nr_vmas, uint64_t bytes, int 
 		     struct model_all *out);
 
 #endif
+
+/* ---- default policies (thp_set_default(3)), on kernels without the RFC ---- */
+
+/* The process's PR_SET_THP_DISABLE state, as PR_GET_THP_DISABLE returns it. */
+enum { MODEL_THP_ENABLED = 0, MODEL_THP_DISABLED = 1, MODEL_THP_EXCEPT_ADVISED = 3 };
+
+struct model_policy_answer {
+	int ret;
+	uint32_t policy;        /* get: the answer */
+	uint32_t backend_used;
+	bool persistent;
+	bool advises_existing;  /* set: existing mappings without advice get MADV_HUGEPAGE */
+};
+
+/*
+ * One thp_set_default() (@set) or thp_get_default() of the calling process
+ * with backend AUTO, on a kernel without the RFC interfaces (@except_advised:
+ * it has PR_THP_DISABLE_EXCEPT_ADVISED, 6.18+).  Updates *disable.
+ */
+void model_policy_step(bool except_advised, int *disable, bool set, uint32_t policy,
+		       uint32_t flags, struct model_policy_answer *out);
