@@ -668,17 +668,32 @@ static bool expect_backend(const struct case_spec *c, const struct run_cfg *r, u
 	return got == want;
 }
 
+static bool run_ranges_with(const struct case_spec *c, const struct run_cfg *r,
+			    struct model_arena *a, struct thp_range *rg, struct thp_report *lib,
+			    struct thp_report *mod);
+
+/* The buffers are freed before the forked child's check (valgrind's leak check). */
 static bool run_ranges(const struct case_spec *c, const struct run_cfg *r, struct model_arena *a)
 {
 	struct thp_range *rg = malloc(c->nr_ranges * sizeof(*rg));
 	struct thp_report *lib = calloc(c->nr_ranges, sizeof(*lib));
 	struct thp_report *mod = calloc(c->nr_ranges, sizeof(*mod));
+	bool ok = rg && lib && mod ? run_ranges_with(c, r, a, rg, lib, mod) : diverge("out of memory");
+
+	free(rg);
+	free(lib);
+	free(mod);
+	return ok;
+}
+
+static bool run_ranges_with(const struct case_spec *c, const struct run_cfg *r,
+			    struct model_arena *a, struct thp_range *rg, struct thp_report *lib,
+			    struct thp_report *mod)
+{
 	THP_OPTS(thp_apply_opts, o, .advice = c->advice, .flags = c->flags, .backend = r->backend,
 		 .reports = lib);
 	int ret, want;
 
-	if (!rg || !lib || !mod)
-		return diverge("out of memory");
 	for (size_t i = 0; i < c->nr_ranges; i++) {
 		rg[i] = c->ranges[i];
 		rg[i].addr += a->base;
@@ -1151,7 +1166,8 @@ int main(int argc, char **argv)
 	uint64_t cases = env_u64("THP_MODEL_CASES", argc > 1 ? strtoull(argv[1], NULL, 0) : 200);
 	uint64_t first = env_u64("THP_MODEL_FIRST_SEED", 1);
 	bool replay = getenv("THP_MODEL_SEED") != NULL;
-	bool big_ok = env_u64("THP_MODEL_BIG", 1) != 0;
+	/* valgrind's address space manager is not for 2 GiB mappings. */
+	bool big_ok = env_u64("THP_MODEL_BIG", 1) != 0 && !under_valgrind();
 	uint64_t done = 0, diverged = 0, unbuildable = 0, by_advice[32] = { 0 }, all_calls = 0;
 	uint64_t many = 0, big = 0, policy_seqs = 0;
 	struct timespec t0, t1;
@@ -1170,6 +1186,9 @@ int main(int argc, char **argv)
 	}
 	pmd = pinfo.pmd_size ? pinfo.pmd_size : 2 * MiB;
 	uname(&u);
+	/* Under valgrind (.ci/valgrind) everything is many times slower. */
+	if (under_valgrind() && !getenv("THP_MODEL_CASES"))
+		cases = scaled((unsigned int)cases, 5);
 	if (replay) {
 		first = env_u64("THP_MODEL_SEED", 0);
 		cases = 1;
