@@ -247,10 +247,9 @@ static void note_failure(const struct apply_ctx *ctx, struct range_outcome *o,
  * extents, stops a multi-extent call at the first extent it cannot collapse
  * without saying which, and may have collapsed extents before (and, for
  * some failures, after) it.  Per extent, a success means that extent is
- * huge now, so only whole extents inside one mapping are credited; a part
- * of an extent (the range's or the mapping's unaligned head or tail) is
- * still passed to the kernel, which refuses it for a mapping that can never
- * be huge, but it is never counted.  Returns true when the walk must stop;
+ * huge now, so only whole extents inside one mapping are asked for and
+ * credited; a part of an extent (the range's or the mapping's unaligned
+ * head or tail) is left alone.  Returns true when the walk must stop;
  * *fatal then holds -ESRCH when the target is gone.
  */
 static bool advise_mapping(const struct apply_ctx *ctx, uint64_t map_start, uint64_t start,
@@ -272,6 +271,15 @@ static bool advise_mapping(const struct apply_ctx *ctx, uint64_t map_start, uint
 		if (collapse && (cur | (pmd - 1)) + 1 < end)
 			piece_end = (cur | (pmd - 1)) + 1; /* the next extent boundary */
 		whole_extent = collapse && piece_end - cur == pmd;
+		/*
+		 * A part of an extent is never collapsed and is no error
+		 * (thp_apply_ranges(3)); the kernel would say EINVAL for one
+		 * that does not reach an extent boundary.
+		 */
+		if (collapse && !whole_extent) {
+			cur = piece_end;
+			continue;
+		}
 		/* Its failure is recorded: an extent without a page cannot add to it. */
 		if (collapse && mapping_failed && !extent_has_page(scan, ctx->t, cur, piece_end, end)) {
 			cur = piece_end;

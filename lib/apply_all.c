@@ -172,15 +172,21 @@ THP_API int thp_apply_all(struct thp_apply_all_opts *opts)
 	s.backend = ctx.be->id;
 	s.flags = ctx.flags;
 
-	/* One kernel call for everything; walk only to count, or to explain. */
-	/* Not for COLLAPSE: it would stop each mapping at its first empty extent. */
+	/*
+	 * One kernel call for everything; walk only to count, or to explain.
+	 * The count comes first: the advice merges neighbours that now carry
+	 * the same flags, and the counts must be those of the layout the call
+	 * was made on, as the strict walk and every other backend report.
+	 * Not for COLLAPSE: it would stop each mapping at its first empty extent.
+	 */
 	if (ctx.be->apply_entire && (opts->flags & THP_F_SKIP_ERRORS) &&
 	    opts->advice != THP_ADVICE_COLLAPSE) {
-		err = ctx.be->apply_entire(&t, opts->advice);
-		if (err == 0) {
-			err = walk_all(&ctx, &s, true);
+		err = walk_all(&ctx, &s, true);
+		if (err)
 			goto done;
-		}
+		err = ctx.be->apply_entire(&t, opts->advice);
+		if (err == 0)
+			goto done;
 		if (err < 0)
 			goto out;
 		opts->mappings_seen = opts->mappings_advised = opts->bytes_advised = 0;

@@ -515,16 +515,23 @@ static bool only_advice(int advice, bool huge, bool nohuge)
  */
 static int new_mm_keeps_advice(int advice)
 {
-	pid_t pid = sys_fork_raw();
+	int r = -EIO;
 
-	if (pid == 0) {
-		bool huge = false, nohuge = false;
+	/* A child that could not tell (its probe page or smaps read failed): once more. */
+	for (int tries = 0; tries < 2 && r == -EIO; tries++) {
+		pid_t pid = sys_fork_raw();
 
-		if (fresh_mapping_advice(&huge, &nohuge))
-			sys_exit_group(PROBE_UNKNOWN);
-		sys_exit_group((advice == MADV_HUGEPAGE ? huge : nohuge) ? PROBE_YES : PROBE_NO);
+		if (pid == 0) {
+			bool huge = false, nohuge = false;
+
+			if (fresh_mapping_advice(&huge, &nohuge))
+				sys_exit_group(PROBE_UNKNOWN);
+			sys_exit_group((advice == MADV_HUGEPAGE ? huge : nohuge) ? PROBE_YES
+										  : PROBE_NO);
+		}
+		r = probe_child_answer(pid);
 	}
-	return probe_child_answer(pid);
+	return r;
 }
 
 /*

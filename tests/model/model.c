@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The reference model (see model.h): each rule below cites the document
+ * it comes from, so that a divergence is either a library bug or a
+ * document that says something else than the code.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "model.h"
+
+unsigned int model_auto_backend(const struct model_caps *c)
+{
+	/* thp_apply_ranges(3): "The range backends, best first". */
+	if (c->backends & (1u << THP_BACKEND_PMADV))
+		return THP_BACKEND_PMADV;
+	if (c->backends & (1u << THP_BACKEND_PROCESS_MADVISE))
+		return THP_BACKEND_PROCESS_MADVISE;
+	return THP_BACKEND_MADVISE;
+}
+
+static size_t page_of(const struct model_arena *a, uint64_t addr)
+{
+	return (size_t)((addr - a->base) / a->page_size);
+}
+
+static uint64_t addr_of(const struct model_arena *a, size_t page)
+{
+	return a->base + (uint64_t)page * a->page_size;
+}
+
+/* MADV_HUGEPAGE sets hg and clears nh; MADV_NOHUGEPAGE the reverse (madvise(2)). */
+static void advise_page(uint8_t *p, int advice)
+{
+	if (advice == THP_ADVICE_HUGE)
+		*p = (uint8_t)((*p & ~MP_NH) | MP_HG);
+	else if (advice == THP_ADVICE_NOHUGE)
+		*p = (uint8_t)((*p & ~MP_HG) | MP_NH);
+}
+
+/* A whole extent inside one mapping: every page mapped, no mapping starts inside. */
+static bool extent_in_one_mapping(const struct model_arena *a, size_t first, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (!(a->page[first + i] & MP_MAPPED) || (i && (a->page[first + i] & MP_VMA_START)))
+			return false;
+	return true;
+}
+
+struct range_state {
+	uint64_t advised, unmapped, fail_addr;
+	int error;
+	bool stopped; /* a real failure stopped the advising (not with SKIP_ERRORS) */
+};
+
+/* The first failure of the range is the one reported (thp.h: fail_addr). */
+static void fail_at(struct range_state *st, uint64_t addr, int error)
+{
+	if (!st->error) {
+		st->error = error;
+		st->fail_addr = addr;
+	}
+}
+
+/*
+ * COLLAPSE (thp_apply_ranges(3), "THP_ADVICE_COLLAPSE"): only a whole
+ * extent inside the range and inside one mapping counts; the rest is never
+ * collapsed, not counted and no error.  A counted extent succeeded if it is
+ * huge afterwards; it must fail with EINVAL in an nh mapping; otherwise the
+ * kernel may refuse it.
+ */
+static void collapse_range(const struct model_arena *a, size_t first, size_t end, bool skip,
+			   struct range_state *st, model_huge_fn huge_after, void *arg)
+{
+	size_t ext = (size_t)(a->pmd_size / a->page_size);
+
+	for (size_t p = first; p < end;) {
+		uint64_t addr = addr_of(a, p);
+		size_t next = (size_t)(((addr / a->pmd_size) + 1) * a->pmd_size - a->base) /
+			      a->page_size;
+		bool whole = addr % a->pmd_size == 0 && next <= end;
+
+		if (next > end)
+			next = end;
+		if (whole && !st->stopped && extent_in_one_mapping(a, p, ext)) {
+			if (a->page[p] & MP_NH) {
+				fail_at(st, addr, EINVAL);
+				st->stopped = !skip;
+			} else if (huge_after(arg, addr)) {
+				st->advised += a->pmd_size;
+			} else {
+				fail_at(st, addr, MODEL_ERROR_KERNEL);
+				st->stopped = !skip;
+			}
+		}
+		p = next;
+	}
+}
+
+int model_apply_ranges(struct model_arena *a, const struct thp_range *ranges, size_t n,
+		       int advice, uint32_t flags, unsigned int backend,
+		       struct thp_report *reports, model_huge_fn huge_after, void *arg)
+{
+	bool skip = flags & THP_F_SKIP_ERRORS;
+	/* README: SKIP_ERRORS implies NO_ERROR_ON_UNMAPPED. */
+	bool gaps_ok = skip || (flags & THP_F_NO_ERROR_ON_UNMAPPED);
+	int ok = 0;
+
+	/* thp.h: every report names its range and the backend, also one never reached. */
+	for (size_t i = 0; i < n; i++) {
+		memset(&reports[i], 0, sizeof(reports[i]));
+		reports[i].addr = ranges[i].addr;
+		reports[i].len = (ranges[i].len + a->page_size - 1) & ~((uint64_t)a->page_size - 1);
+		reports[i].backend = backend;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct thp_report *r = &reports[i];
+		size_t first = page_of(a, r->addr), end = first + (size_t)(r->len / a->page_size);
+		struct range_state st = { 0 };
+		uint64_t gap = 0; /* first unmapped address that is an error */
+
+		r->attempted = 1;
+		/*
+		 * Gaps: ENOMEM unless NO_ERROR_ON_UNMAPPED, yet "the mapped parts
+		 * of that range are still advised and reported" (README), and
+		 * bytes_unmapped counts every hole, also after a failure.
+		 */
+		for (size_t p = first; p < end; p++) {
+			if (!(a->page[p] & MP_MAPPED)) {
+				st.unmapped += a->page_size;
+				if (!gaps_ok && !gap)
+					gap = addr_of(a, p);
+			} else if (advice != THP_ADVICE_COLLAPSE) {
+				/* HUGE and NOHUGE cannot fail on a mapping the generator builds. */
+				advise_page(&a->page[p], advice);
+				st.advised += a->page_size;
+			}
+		}
+		if (advice == THP_ADVICE_COLLAPSE)
+			collapse_range(a, first, end, skip, &st, huge_after, arg);
+		/*
+		 * A gap is the lesser failure: another one in the range is
+		 * reported instead, wherever it is (thp_apply_ranges(3)).
+		 */
+		if (gap && !st.error) {
+			st.error = ENOMEM;
+			st.fail_addr = gap;
+		}
+		r->bytes_advised = st.advised;
+		r->bytes_unmapped = st.unmapped;
+		r->error = st.error;
+		r->fail_addr = st.error ? st.fail_addr : 0;
+		if (!st.error)
+			ok++;
+		else if (!skip)
+			/* Default mode: stop at the first range that fails, return its errno. */
+			return st.error == MODEL_ERROR_KERNEL ? MODEL_ERROR_KERNEL : -st.error;
+	}
+	return ok;
+}
+
+void model_apply_all(struct model_arena *a, size_t nr_vmas, uint64_t bytes, int advice,
+		     struct model_all *out)
+{
+	/*
+	 * thp_apply_all(3): every mapping is advised, gaps are never errors;
+	 * HUGE/NOHUGE do not fail on any mapping a process has here, so the
+	 * counts are those of the layout the call was made on.
+	 */
+	memset(out, 0, sizeof(*out));
+	out->seen = out->advised = nr_vmas;
+	out->bytes = bytes;
+	out->ret = (int)nr_vmas;
+	for (size_t p = 0; p < a->nr_pages; p++)
+		if (a->page[p] & MP_MAPPED)
+			advise_page(&a->page[p], advice);
+}
+
+void model_policy_step(bool except_advised, int *disable, bool set, uint32_t policy,
+		       uint32_t flags, struct model_policy_answer *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!set) {
+		/* thp_get_default(3): PR_GET_THP_DISABLE first, then a fresh mapping. */
+		out->persistent = true;
+		if (*disable) {
+			out->policy = *disable == MODEL_THP_EXCEPT_ADVISED ? THP_POLICY_NOHUGE
+									   : THP_POLICY_NEVER;
+			out->backend_used = THP_BACKEND_PRCTL_DISABLE;
+		} else {
+			/* Without the RFC nothing gives fresh mappings advice. */
+			out->policy = THP_POLICY_SYSTEM;
+			out->backend_used = THP_BACKEND_AUTO;
+		}
+		return;
+	}
+	switch (policy) {
+	case THP_POLICY_SYSTEM:
+	case THP_POLICY_NEVER:
+		/* "On mainline 6.18, SYSTEM (clear PR_SET_THP_DISABLE) ... NEVER ... are persistent." */
+		*disable = policy == THP_POLICY_NEVER ? MODEL_THP_DISABLED : MODEL_THP_ENABLED;
+		out->backend_used = THP_BACKEND_PRCTL_DISABLE;
+		out->persistent = true;
+		return;
+	case THP_POLICY_NOHUGE:
+		/* "before 6.18, THP_POLICY_NOHUGE fails with -EOPNOTSUPP" (state kept). */
+		if (!except_advised) {
+			out->ret = -EOPNOTSUPP;
+			return;
+		}
+		*disable = MODEL_THP_EXCEPT_ADVISED;
+		out->backend_used = THP_BACKEND_PRCTL_DISABLE;
+		out->persistent = true;
+		return;
+	default:
+		/*
+		 * HUGE "needs an RFC kernel; on mainline it only advises the
+		 * existing mappings and reports persistent = false, or fails
+		 * with -EOPNOTSUPP under THP_DEFAULT_F_REQUIRE_PERSISTENT".
+		 * A disable left by NEVER/NOHUGE would hide it: it is cleared.
+		 */
+		if (flags & THP_DEFAULT_F_REQUIRE_PERSISTENT) {
+			out->ret = -EOPNOTSUPP;
+			return;
+		}
+		*disable = MODEL_THP_ENABLED;
+		out->backend_used = THP_BACKEND_EXISTING_ONLY;
+		out->advises_existing = !(flags & THP_DEFAULT_F_NO_EXISTING);
+		return;
+	}
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The reference model of libthp's documented semantics (README "Error
+ * semantics", thp.h, thp_apply_ranges(3), thp_apply_all(3)), written from
+ * the documents alone: no code of the library's engine is used here.
+ *
+ * The memory it reasons about is an arena of pages, each unmapped or
+ * mapped with its VmFlags hg/nh.  Given that state, a request and the
+ * kernel's capabilities, it says what the call returns, every report
+ * field, the counts of thp_apply_all() and the VmFlags every page ends
+ * with.  For COLLAPSE, where the kernel decides, it says per extent what
+ * is allowed and takes the truth (is the extent huge now?) as an input.
+ */
+#ifndef THP_MODEL_H
+#define THP_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <thp/thp.h>
+
+/* One page of the arena. */
+enum {
+	MP_MAPPED = 1u << 0,
+	MP_HG = 1u << 1,       /* VmFlags hg */
+	MP_NH = 1u << 2,       /* VmFlags nh */
+	MP_VMA_START = 1u << 3, /* a mapping (VMA) starts at this page */
+};
+
+struct model_arena {
+	uint64_t base;       /* address of page 0 */
+	size_t nr_pages;
+	size_t page_size;
+	uint64_t pmd_size;
+	uint8_t *page;       /* nr_pages entries of MP_* */
+};
+
+/* What the model needs from thp_probe(). */
+struct model_caps {
+	uint32_t backends;   /* thp_probe_info.backends */
+};
+
+/* The backend AUTO must pick for HUGE/NOHUGE on the own process. */
+unsigned int model_auto_backend(const struct model_caps *c);
+
+/*
+ * COLLAPSE truth for one whole extent (by its address), read by the caller
+ * from the kernel after the call: is it huge now?
+ */
+typedef bool (*model_huge_fn)(void *arg, uint64_t extent);
+
+/* In a predicted report: "the kernel chose; any of EINVAL, EAGAIN, EBUSY, ENOMEM". */
+#define MODEL_ERROR_KERNEL (-1)
+
+/*
+ * thp_apply_ranges(ranges, n, {advice, flags}) through @backend on the
+ * arena @a, which it updates to the state the call leaves.  Fills
+ * reports[n] and returns what the call must return.  For COLLAPSE,
+ * @huge_after (with @arg) says which extents are huge after the call; an
+ * extent that is not, and the kernel was free to refuse, fails with
+ * MODEL_ERROR_KERNEL in the prediction.
+ */
+int model_apply_ranges(struct model_arena *a, const struct thp_range *ranges, size_t n,
+		       int advice, uint32_t flags, unsigned int backend,
+		       struct thp_report *reports, model_huge_fn huge_after, void *arg);
+
+/* Counts of thp_apply_all() for a process with these mappings. */
+struct model_all {
+	int ret;
+	uint64_t seen, advised, skipped, bytes;
+	size_t failures;
+};
+
+/*
+ * thp_apply_all(HUGE or NOHUGE, flags): every mapping of the process
+ * (@nr_vmas of them, @bytes in all, as /proc/PID/maps listed them before
+ * the call, [vsyscall] aside) is advised; the arena pages take the advice.
+ */
+void model_apply_all(struct model_arena *a, size_t nr_vmas, uint64_t bytes, int advice,
+		     struct model_all *out);
+
+#endif
+
+/* ---- default policies (thp_set_default(3)), on kernels without the RFC ---- */
+
+/* The process's PR_SET_THP_DISABLE state, as PR_GET_THP_DISABLE returns it. */
+enum { MODEL_THP_ENABLED = 0, MODEL_THP_DISABLED = 1, MODEL_THP_EXCEPT_ADVISED = 3 };
+
+struct model_policy_answer {
+	int ret;
+	uint32_t policy;        /* get: the answer */
+	uint32_t backend_used;
+	bool persistent;
+	bool advises_existing;  /* set: existing mappings without advice get MADV_HUGEPAGE */
+};
+
+/*
+ * One thp_set_default() (@set) or thp_get_default() of the calling process
+ * with backend AUTO, on a kernel without the RFC interfaces (@except_advised:
+ * it has PR_THP_DISABLE_EXCEPT_ADVISED, 6.18+).  Updates *disable.
+ */
+void model_policy_step(bool except_advised, int *disable, bool set, uint32_t policy,
+		       uint32_t flags, struct model_policy_answer *out);
