@@ -273,37 +273,10 @@ static int fresh_flags(bool *hg, bool *nh)
 	return 0;
 }
 
-/*
- * AnonHugePages (kB) of a fresh 4 MiB anonymous mapping, 2 MiB aligned, after
- * touching every page; @advise: MADV_HUGEPAGE it first.  -errno on failure.
- */
-static long fresh_huge_kb(bool advise)
+/* @len bytes of anonymous memory at a 2 MiB boundary, nothing else mapped; 0 on failure. */
+static uintptr_t map_pmd_aligned(size_t len)
 {
-	char *p = mmap(NULL, 6 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		       -1, 0);
-	uintptr_t base;
-	long kb;
-
-	if (p == MAP_FAILED)
-		return -errno;
-	base = ((uintptr_t)p + PMD - 1) & ~(PMD - 1);
-	if (advise && madvise((void *)base, 4 * MiB, MADV_HUGEPAGE)) {
-		munmap(p, 6 * MiB);
-		return -errno;
-	}
-	for (unsigned long off = 0; off < 4 * MiB; off += 4096)
-		((volatile char *)base)[off] = 1;
-	kb = (long)smap_at(base).anon_huge_kb;
-	munmap(p, 6 * MiB);
-	return kb;
-}
-
-/* ---- layout ---------------------------------------------------------- */
-
-/* 10 MiB at a 2 MiB-aligned base with [base+4M, base+6M) unmapped. */
-static uintptr_t layout_make(void)
-{
-	char *p = mmap(NULL, 12 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+	char *p = mmap(NULL, len + PMD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		       -1, 0);
 	uintptr_t base;
 
@@ -312,9 +285,43 @@ static uintptr_t layout_make(void)
 	base = ((uintptr_t)p + PMD - 1) & ~(PMD - 1);
 	if (base > (uintptr_t)p)
 		munmap(p, base - (uintptr_t)p);
-	if ((uintptr_t)p + 12 * MiB > base + 10 * MiB)
-		munmap((void *)(base + 10 * MiB), (uintptr_t)p + 12 * MiB - base - 10 * MiB);
-	munmap((void *)(base + 4 * MiB), PMD);
+	if ((uintptr_t)p + len + PMD > base + len)
+		munmap((void *)(base + len), (uintptr_t)p + len + PMD - base - len);
+	return base;
+}
+
+/*
+ * AnonHugePages (kB) of a fresh 4 MiB anonymous mapping, 2 MiB aligned, after
+ * touching every page; @advise: MADV_HUGEPAGE it first.  -errno on failure.
+ */
+static long fresh_huge_kb(bool advise)
+{
+	uintptr_t base = map_pmd_aligned(4 * MiB);
+	long kb;
+
+	if (!base)
+		return -errno;
+	if (advise && madvise((void *)base, 4 * MiB, MADV_HUGEPAGE)) {
+		kb = -errno;
+		munmap((void *)base, 4 * MiB);
+		return kb;
+	}
+	for (unsigned long off = 0; off < 4 * MiB; off += 4096)
+		((volatile char *)base)[off] = 1;
+	kb = (long)smap_at(base).anon_huge_kb;
+	munmap((void *)base, 4 * MiB);
+	return kb;
+}
+
+/* ---- layout ---------------------------------------------------------- */
+
+/* 10 MiB at a 2 MiB-aligned base with [base+4M, base+6M) unmapped. */
+static uintptr_t layout_make(void)
+{
+	uintptr_t base = map_pmd_aligned(10 * MiB);
+
+	if (base)
+		munmap((void *)(base + 4 * MiB), PMD);
 	return base;
 }
 
@@ -1500,13 +1507,10 @@ static uint64_t checksum(const volatile unsigned char *p, size_t len)
 /* 8 MiB at a 2 MiB boundary, every page written with a pattern. */
 static uintptr_t populated_8m(void)
 {
-	char *p = mmap(NULL, 10 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		       -1, 0);
-	uintptr_t base;
+	uintptr_t base = map_pmd_aligned(8 * MiB);
 
-	if (p == MAP_FAILED)
+	if (!base)
 		return 0;
-	base = ((uintptr_t)p + PMD - 1) & ~(PMD - 1);
 	for (unsigned long off = 0; off < 8 * MiB; off += 512)
 		((volatile unsigned char *)base)[off] = (unsigned char)(off >> 9);
 	return base;
@@ -1546,6 +1550,42 @@ static void collapse_remote_child(int wfd, void *arg)
 		_exit(1);
 	close(wfd);
 	pause(); /* until the parent kills it */
+}
+
+/*
+ * A child with 8 populated MiB (collapse_remote_child()); its pid and the
+ * mapping's base in *base, or -1 when it did not start.  End it with
+ * stop_child().
+ */
+static pid_t start_populated_child(uintptr_t *base)
+{
+	int p[2];
+	pid_t pid;
+
+	*base = 0;
+	if (pipe(p))
+		return -1;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		collapse_remote_child(p[1], NULL);
+		_exit(0);
+	}
+	close(p[1]);
+	if (pid > 0 && (read(p[0], base, sizeof(*base)) != (ssize_t)sizeof(*base) || !*base)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(p[0]);
+	return pid;
+}
+
+static void stop_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
 }
 
 static void collapse_run(void *arg)
@@ -1600,28 +1640,14 @@ static void collapse_run(void *arg)
 	}
 	/* Another process, through a pidfd: the only way to change its backing. */
 	{
-		int p[2], pidfd;
-		pid_t pid;
-		uintptr_t rbase = 0;
+		uintptr_t rbase;
+		pid_t pid = start_populated_child(&rbase);
+		int pidfd;
 
-		if (pipe(p)) {
-			cfail(&c, "pipe");
-			goto out;
-		}
-		fflush(stdout);
-		pid = fork();
-		if (pid == 0) {
-			close(p[0]);
-			collapse_remote_child(p[1], NULL);
-			_exit(0);
-		}
-		close(p[1]);
-		if (pid < 0 || read(p[0], &rbase, sizeof(rbase)) != (ssize_t)sizeof(rbase) || !rbase) {
+		if (pid < 0) {
 			cfail(&c, "remote child did not start");
-			close(p[0]);
 			goto out;
 		}
-		close(p[0]);
 		pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 		before = huge_kb_of(pid, rbase);
 		rg.addr = rbase;
@@ -1647,8 +1673,7 @@ static void collapse_run(void *arg)
 				      (unsigned long long)rep.bytes_advised, before, after);
 			}
 		}
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+		stop_child(pid);
 		if (pidfd >= 0)
 			close(pidfd);
 	}
@@ -1874,21 +1899,10 @@ static void check_thpctl(void)
 	}
 	/* status and apply on another process. */
 	if (!set_sysfs_mode(THP_MODE_MADVISE)) {
-		int p[2];
-		pid_t pid;
-		uintptr_t rbase = 0;
+		uintptr_t rbase;
+		pid_t pid = start_populated_child(&rbase);
 
-		if (pipe(p))
-			goto out;
-		fflush(stdout);
-		pid = fork();
-		if (pid == 0) {
-			close(p[0]);
-			collapse_remote_child(p[1], NULL);
-			_exit(0);
-		}
-		close(p[1]);
-		if (pid > 0 && read(p[0], &rbase, sizeof(rbase)) == (ssize_t)sizeof(rbase)) {
+		if (pid > 0) {
 			char pids[16], range[64];
 			char *st_argv[] = { conf_thpctl, (char *)"status", (char *)"-p", pids, NULL };
 			char *ap_argv[] = { conf_thpctl, (char *)"apply", (char *)"-p", pids,
@@ -1908,16 +1922,11 @@ static void check_thpctl(void)
 			if (kx.collapse ? st != 0 || after != 8192 : st == 0)
 				cfail(&c, "thpctl apply collapse: exit %d, AnonHugePages %lu kB (kernel %s "
 				      "MADV_COLLAPSE)", st, after, kx.collapse ? "has" : "lacks");
+			stop_child(pid);
 		} else {
 			cfail(&c, "status/apply target did not start");
 		}
-		close(p[0]);
-		if (pid > 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
-		}
 	}
-out:
 	if (set_sysfs_mode(boot_mode))
 		cfail(&c, "cannot restore the boot mode");
 	cdone(&c);
