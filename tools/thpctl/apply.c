@@ -202,8 +202,12 @@ static bool failed_with(const struct apply_result *res, int e)
  */
 static bool nothing_advised(const struct apply_req *q, const struct apply_result *res)
 {
+	/*
+	 * Bytes, not mappings: a COLLAPSE counts a mapping without a whole
+	 * 2 MiB extent as advised with 0 bytes (there was nothing to collapse).
+	 */
 	if (q->all)
-		return res->all.mappings_advised == 0 && res->all.bytes_advised == 0;
+		return res->all.bytes_advised == 0;
 	if (res->ret != 0)
 		return false;
 	for (size_t i = 0; i < res->nreports; i++)
