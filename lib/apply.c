@@ -10,6 +10,7 @@
  * and a happy request costs one system call.
  */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -290,10 +291,13 @@ static bool advise_mapping(const struct apply_ctx *ctx, uint64_t map_start, uint
 		 * EAGAIN is the kernel's "a page was busy, try again" (e.g.
 		 * isolated by compaction for the very huge page being
 		 * allocated); a call over several extents would have gone on
-		 * past it.  Once more, then it counts.
+		 * past it.  Up to three times more (a loaded machine's
+		 * compaction keeps pages busy longer), then it counts.
 		 */
-		if (collapse && r == -EAGAIN)
+		for (int again = 0; collapse && r == -EAGAIN && again < 3; again++) {
+			sched_yield();
 			r = apply_piece(ctx, cur, piece_end - cur, &done);
+		}
 		if (!collapse)
 			o->advised += done;
 		if (r == 0) {

@@ -438,6 +438,7 @@ static Suite *agent_suite(void)
 	Suite *s = suite_create("agent");
 	TCase *tc = tcase_create("agent");
 
+	tcase_set_tags(tc, PRIVILEGED_TAG);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, agent_thread_arenas);
 	if (getenv("ARENA_WORKLOAD_STATIC"))
