@@ -621,9 +621,10 @@ static int in_child(void (*fn)(void *), void *arg)
 
 /*
  * Run fn in a child and collect what it writes into a pipe, up to @len
- * bytes or its end.  The number of bytes read, or -errno.
+ * bytes or its end.  The number of bytes read, or -errno; the child's exit
+ * status (or 128+signal) in *status when it is not NULL.
  */
-static long run_piped(void (*fn)(int, void *), void *arg, void *out, size_t len)
+static long run_piped(void (*fn)(int, void *), void *arg, void *out, size_t len, int *status)
 {
 	int p[2], st;
 	size_t n = 0;
@@ -653,13 +654,15 @@ static long run_piped(void (*fn)(int, void *), void *arg, void *out, size_t len)
 	close(p[0]);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	if (status)
+		*status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	return (long)n;
 }
 
 /* run_piped() for a child that writes exactly @len bytes: 0 or -EIO. */
 static int run_piped_exact(void (*fn)(int, void *), void *arg, void *out, size_t len)
 {
-	return run_piped(fn, arg, out, len) == (long)len ? 0 : -EIO;
+	return run_piped(fn, arg, out, len, NULL) == (long)len ? 0 : -EIO;
 }
 
 /* ---- apply_all ------------------------------------------------------- */
@@ -950,7 +953,7 @@ static int exec_child(bool rfc_flag, struct child_report *cr)
 	long n;
 
 	memset(cr, 0, sizeof(*cr));
-	n = run_piped(exec_self_child, &rfc_flag, buf, sizeof(buf) - 1);
+	n = run_piped(exec_self_child, &rfc_flag, buf, sizeof(buf) - 1, NULL);
 	if (n < 0)
 		return (int)n;
 	buf[n] = 0;
@@ -1779,42 +1782,31 @@ static void read_conf(void)
 	}
 }
 
+struct exec_args {
+	char *const *argv, *const *envp;
+};
+
+/* In run_piped()'s child: execute the program, stdout and stderr into the pipe. */
+static void exec_into_pipe(int wfd, void *arg)
+{
+	const struct exec_args *x = arg;
+
+	dup2(wfd, 1);
+	dup2(wfd, 2);
+	close(wfd);
+	execve(x->argv[0], x->argv, x->envp);
+	_exit(127);
+}
+
 /* Run argv with envp; its stdout and stderr into @out.  The exit status, or 128+signal. */
 static int run_capture(char *const argv[], char *const envp[], char *out, size_t cap)
 {
-	int p[2], st;
-	size_t n = 0;
-	pid_t pid;
+	struct exec_args x = { argv, envp };
+	int st = 0;
+	long n = run_piped(exec_into_pipe, &x, out, cap - 1, &st);
 
-	out[0] = 0;
-	if (pipe(p))
-		return -errno;
-	fflush(stdout);
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		dup2(p[1], 1);
-		dup2(p[1], 2);
-		close(p[0]);
-		close(p[1]);
-		execve(argv[0], argv, envp);
-		_exit(127);
-	}
-	close(p[1]);
-	for (;;) {
-		ssize_t r = read(p[0], out + n, cap - 1 - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0 || (n += (size_t)r) == cap - 1)
-			break;
-	}
-	out[n] = 0;
-	close(p[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	out[n > 0 ? n : 0] = 0;
+	return n < 0 ? (int)n : st;
 }
 
 static long kv_long(const char *out, const char *key)
