@@ -59,9 +59,18 @@ done
 
 echo "kernel image: $kernel (sha256 $(sha256sum "$kernel" | cut -c1-16)...)"
 start=$(date +%s)
-timeout 90 qemu-system-x86_64 -accel tcg -nographic -m 1G -smp 2 \
+# The model checker's long mode: THP_MODEL_VM_CASES=N [THP_MODEL_VM_FIRST=S]
+# runs only tests/model's checker, N cases from seed S, with room for about
+# a second a case (TCG runs one in 0.1-0.2 s).
+limit=90 extra_args= log_name=$label
+if [ -n "${THP_MODEL_VM_CASES:-}" ]; then
+	log_name=$label.model-long # not a log tables.py reads
+	limit=$((90 + THP_MODEL_VM_CASES))
+	extra_args="thp_model_only thp_model_cases=$THP_MODEL_VM_CASES thp_model_first=${THP_MODEL_VM_FIRST:-1}"
+fi
+timeout $limit qemu-system-x86_64 -accel tcg -nographic -m 1G -smp 2 \
 	-kernel "$kernel" -initrd "$work/initrd.gz" \
-	-append "console=ttyS0 panic=-1 quiet thp_flavour=$flavour thp_kernel=$label" \
+	-append "console=ttyS0 panic=-1 quiet thp_flavour=$flavour thp_kernel=$label $extra_args" \
 	-no-reboot -monitor none -serial stdio -display none </dev/null >"$work/console.log" 2>&1
 qrc=$?
 end=$(date +%s)
@@ -70,7 +79,7 @@ tr -d '\r' < "$work/console.log" > "$work/console.txt"
 grep -a '^VMTEST' "$work/console.txt"
 echo "qemu exit $qrc after $((end - start)) s ($label, $flavour)"
 mkdir -p "${build_dir%/}/vm-logs"
-grep -a '^VMTEST' "$work/console.txt" > "${build_dir%/}/vm-logs/$label.txt"
+grep -a '^VMTEST' "$work/console.txt" > "${build_dir%/}/vm-logs/$log_name.txt"
 
 if ! grep -aq '^VMTEST DONE' "$work/console.txt"; then
 	echo "no 'VMTEST DONE' from the guest; full console:" >&2
