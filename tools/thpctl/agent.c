@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,7 +320,9 @@ int thpctl_agent_run(char **cmd, const struct collapse_settings *s, bool verbose
 	static const int forwarded[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
 					 SIGUSR2, SIGWINCH, SIGCONT, SIGALRM };
 	struct agent a = { .s = s, .verbose = verbose };
+	posix_spawnattr_t attr;
 	sigset_t set, old;
+	int err;
 	uint64_t next;
 	int status = 0;
 
@@ -332,19 +335,25 @@ int thpctl_agent_run(char **cmd, const struct collapse_settings *s, bool verbose
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
 		thpctl_error("run: agent: cannot become a child reaper: %s", strerror(errno));
 	fflush(NULL);
-	a.child = fork();
-	if (a.child < 0) {
-		thpctl_error("run: cannot fork: %s", strerror(errno));
+	/*
+	 * posix_spawn(): a vfork-style child that shares thpctl's memory until
+	 * it execs, so no page table is copied (fork() was most of what the
+	 * agent added to "thpctl run"); an exec failure comes back as its errno.
+	 */
+	err = posix_spawnattr_init(&attr);
+	if (err) {
+		thpctl_error("run: cannot set up the child: %s", strerror(err));
 		return THPCTL_EXIT_RUN_FAILED;
 	}
-	if (a.child == 0) {
-		int saved;
-
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		execvp(cmd[0], cmd);
-		saved = errno;
-		thpctl_error("run: cannot run '%s': %s", cmd[0], strerror(saved));
-		_exit(saved == ENOENT ? THPCTL_EXIT_NOT_FOUND : THPCTL_EXIT_CANNOT_EXEC);
+	err = posix_spawnattr_setsigmask(&attr, &old);
+	if (!err)
+		err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+	if (!err)
+		err = posix_spawnp(&a.child, cmd[0], NULL, &attr, cmd, environ);
+	posix_spawnattr_destroy(&attr);
+	if (err) {
+		thpctl_error("run: cannot run '%s': %s", cmd[0], strerror(err));
+		return err == ENOENT ? THPCTL_EXIT_NOT_FOUND : THPCTL_EXIT_CANNOT_EXEC;
 	}
 	next = now_ns() + s->interval_ns;
 	for (;;) {
