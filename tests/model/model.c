@@ -5,6 +5,7 @@
  * document that says something else than the code.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
@@ -67,47 +68,109 @@ static void fail_at(struct range_state *st, uint64_t addr, int error)
  * extent inside the range and inside one mapping counts; the rest is never
  * collapsed, not counted and no error.  A counted extent succeeded if it is
  * huge afterwards; it must fail with EINVAL in an nh mapping; otherwise the
- * kernel may refuse it.
+ * kernel may refuse it.  An extent that became huge during the call and is
+ * asked again by a later range is a maybe-ask here (model.h).
  */
-static void collapse_range(const struct model_arena *a, size_t first, size_t end, bool skip,
-			   struct range_state *st, model_huge_fn huge_after, void *arg)
-{
-	size_t ext = (size_t)(a->pmd_size / a->page_size);
+struct collapse_ctx {
+	const struct model_arena *a;
+	bool skip;
+	model_extent_fn extent;
+	void *arg;
+	const uint32_t *last_ask; /* per extent of the arena: the last range asking it, +1 */
+	size_t range;             /* the range being modelled */
+};
 
-	for (size_t p = first; p < end;) {
-		uint64_t addr = addr_of(a, p);
+static size_t extent_index(const struct model_arena *a, uint64_t addr)
+{
+	return (size_t)((addr - (a->base & ~(a->pmd_size - 1))) / a->pmd_size);
+}
+
+/* From page *p on, the next whole extent before @end inside one mapping: its first page. */
+static bool next_whole_extent(const struct model_arena *a, size_t *p, size_t end)
+{
+	while (*p < end) {
+		uint64_t addr = addr_of(a, *p);
 		size_t next = (size_t)(((addr / a->pmd_size) + 1) * a->pmd_size - a->base) /
 			      a->page_size;
-		bool whole = addr % a->pmd_size == 0 && next <= end;
 
-		if (next > end)
-			next = end;
-		if (whole && !st->stopped && extent_in_one_mapping(a, p, ext)) {
-			if (a->page[p] & MP_NH) {
-				fail_at(st, addr, EINVAL);
-				st->stopped = !skip;
-			} else if (huge_after(arg, addr)) {
-				st->advised += a->pmd_size;
-			} else {
-				fail_at(st, addr, MODEL_ERROR_KERNEL);
-				st->stopped = !skip;
-			}
-		}
-		p = next;
+		if (addr % a->pmd_size == 0 && next <= end &&
+		    extent_in_one_mapping(a, *p, next - *p))
+			return true;
+		*p = next;
 	}
+	return false;
+}
+
+static void collapse_range(const struct collapse_ctx *cx, size_t first, size_t end,
+			   struct range_state *st, struct model_slack *sl)
+{
+	const struct model_arena *a = cx->a;
+	size_t ext = (size_t)(a->pmd_size / a->page_size);
+
+	for (size_t p = first; next_whole_extent(a, &p, end); p += ext) {
+		uint64_t addr = addr_of(a, p);
+		enum model_extent e;
+
+		if (st->stopped)
+			break;
+		if (a->page[p] & MP_NH) {
+			fail_at(st, addr, EINVAL);
+			st->stopped = !cx->skip;
+			continue;
+		}
+		e = cx->extent(cx->arg, addr);
+		if (e == MODEL_EXT_BECAME_HUGE && cx->skip && cx->last_ask &&
+		    cx->last_ask[extent_index(a, addr)] > cx->range + 1) {
+			if (sl) {
+				sl->maybe_bytes += a->pmd_size;
+				if (!st->error && sl->nr_fail < MODEL_MAYBE_FAILS)
+					sl->fail[sl->nr_fail++] = addr;
+			}
+		} else if (e != MODEL_EXT_NOT_HUGE) {
+			st->advised += a->pmd_size;
+		} else {
+			fail_at(st, addr, MODEL_ERROR_KERNEL);
+			st->stopped = !cx->skip;
+		}
+	}
+}
+
+/* For each extent of the arena, the last range (+1) that asks it; NULL without memory. */
+static uint32_t *collapse_last_asks(const struct model_arena *a, const struct thp_range *ranges,
+				    size_t n)
+{
+	size_t nr = extent_index(a, a->base + a->nr_pages * a->page_size) + 1;
+	uint32_t *last = calloc(nr, sizeof(*last));
+
+	for (size_t i = 0; last && i < n; i++) {
+		size_t first = page_of(a, ranges[i].addr);
+		size_t end = first + (size_t)(((ranges[i].len + a->page_size - 1) &
+					       ~((uint64_t)a->page_size - 1)) / a->page_size);
+
+		for (size_t p = first; next_whole_extent(a, &p, end);
+		     p += (size_t)(a->pmd_size / a->page_size))
+			last[extent_index(a, addr_of(a, p))] = (uint32_t)i + 1;
+	}
+	return last;
 }
 
 int model_apply_ranges(struct model_arena *a, const struct thp_range *ranges, size_t n,
 		       int advice, uint32_t flags, unsigned int backend,
-		       struct thp_report *reports, model_huge_fn huge_after, void *arg)
+		       struct thp_report *reports, struct model_slack *slack,
+		       model_extent_fn extent, void *arg)
 {
 	bool skip = flags & THP_F_SKIP_ERRORS;
+	struct collapse_ctx cx = { a, skip, extent, arg, NULL, 0 };
 	/* README: SKIP_ERRORS implies NO_ERROR_ON_UNMAPPED. */
 	bool gaps_ok = skip || (flags & THP_F_NO_ERROR_ON_UNMAPPED);
 	int ok = 0;
 
 	/* thp.h: every report names its range and the backend, also one never reached. */
+	if (advice == THP_ADVICE_COLLAPSE && skip)
+		cx.last_ask = collapse_last_asks(a, ranges, n);
 	for (size_t i = 0; i < n; i++) {
+		if (slack)
+			memset(&slack[i], 0, sizeof(slack[i]));
 		memset(&reports[i], 0, sizeof(reports[i]));
 		reports[i].addr = ranges[i].addr;
 		reports[i].len = (ranges[i].len + a->page_size - 1) & ~((uint64_t)a->page_size - 1);
@@ -136,8 +199,10 @@ int model_apply_ranges(struct model_arena *a, const struct thp_range *ranges, si
 				st.advised += a->page_size;
 			}
 		}
-		if (advice == THP_ADVICE_COLLAPSE)
-			collapse_range(a, first, end, skip, &st, huge_after, arg);
+		if (advice == THP_ADVICE_COLLAPSE) {
+			cx.range = i;
+			collapse_range(&cx, first, end, &st, slack ? &slack[i] : NULL);
+		}
 		/*
 		 * A gap is the lesser failure: another one in the range is
 		 * reported instead, wherever it is (thp_apply_ranges(3)).
@@ -152,10 +217,13 @@ int model_apply_ranges(struct model_arena *a, const struct thp_range *ranges, si
 		r->fail_addr = st.error ? st.fail_addr : 0;
 		if (!st.error)
 			ok++;
-		else if (!skip)
+		else if (!skip) {
 			/* Default mode: stop at the first range that fails, return its errno. */
+			free((void *)cx.last_ask);
 			return st.error == MODEL_ERROR_KERNEL ? MODEL_ERROR_KERNEL : -st.error;
+		}
 	}
+	free((void *)cx.last_ask);
 	return ok;
 }
 

@@ -46,24 +46,42 @@ unsigned int model_auto_backend(const struct model_caps *c);
 
 /*
  * COLLAPSE truth for one whole extent (by its address), read by the caller
- * from the kernel after the call: is it huge now?
+ * from the kernel: PMD-mapped before the call, or only after it, or not.
  */
-typedef bool (*model_huge_fn)(void *arg, uint64_t extent);
+enum model_extent { MODEL_EXT_NOT_HUGE, MODEL_EXT_WAS_HUGE, MODEL_EXT_BECAME_HUGE };
+typedef enum model_extent (*model_extent_fn)(void *arg, uint64_t extent);
 
 /* In a predicted report: "the kernel chose; any of EINVAL, EAGAIN, EBUSY, ENOMEM". */
 #define MODEL_ERROR_KERNEL (-1)
 
 /*
+ * What the kernel's truth after the call cannot decide.  With SKIP_ERRORS,
+ * overlapping COLLAPSE ranges may ask for one extent more than once; if it
+ * became huge during the call, the last ask surely succeeded, but an
+ * earlier one may have failed (the kernel refused, or the library passed
+ * over an extent without a page after a failure in its mapping) before a
+ * later one collapsed it.  Those asks are "maybe": the report may count
+ * them advised or not, and may name one of them as its first failure.
+ */
+#define MODEL_MAYBE_FAILS 16
+struct model_slack {
+	uint64_t maybe_bytes;                 /* maybe-asks' bytes: 0..this more may be advised */
+	size_t nr_fail;                       /* maybe-asks before the first sure failure */
+	uint64_t fail[MODEL_MAYBE_FAILS];     /* ...their addresses (the first ones) */
+};
+
+/*
  * thp_apply_ranges(ranges, n, {advice, flags}) through @backend on the
  * arena @a, which it updates to the state the call leaves.  Fills
- * reports[n] and returns what the call must return.  For COLLAPSE,
- * @huge_after (with @arg) says which extents are huge after the call; an
- * extent that is not, and the kernel was free to refuse, fails with
- * MODEL_ERROR_KERNEL in the prediction.
+ * reports[n] (and slack[n], if not NULL) and returns what the call must
+ * return when no maybe-ask failed.  For COLLAPSE, @extent (with @arg)
+ * says what became of each extent; one that is not huge, and the kernel
+ * was free to refuse, fails with MODEL_ERROR_KERNEL in the prediction.
  */
 int model_apply_ranges(struct model_arena *a, const struct thp_range *ranges, size_t n,
 		       int advice, uint32_t flags, unsigned int backend,
-		       struct thp_report *reports, model_huge_fn huge_after, void *arg);
+		       struct thp_report *reports, struct model_slack *slack,
+		       model_extent_fn extent, void *arg);
 
 /* Counts of thp_apply_all() for a process with these mappings. */
 struct model_all {
