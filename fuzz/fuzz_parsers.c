@@ -60,26 +60,47 @@ static size_t count_lines(const uint8_t *data, size_t size)
 	return n;
 }
 
-static void check_line_reader(int fd, size_t size)
+/*
+ * Every line is the input's bytes up to a newline (a line as long as the
+ * buffer is cut there and its rest skipped; an unterminated last line is
+ * not a line, unless it is cut); line_reader_next_if() gives the same lines, filtered by
+ * their first byte (the table taken from the input).
+ */
+static void check_line_reader(const uint8_t *data, int fd, size_t size)
 {
-	struct line_reader lr;
-	const char *line;
-	size_t len, bytes = 0;
-	int r;
+	struct line_reader lr, lf;
+	const char *line, *fline;
+	size_t len, flen, off = 0;
+	bool want[256];
+	int r, fr;
 
+	for (int c = 0; c < 256; c++)
+		want[c] = size && ((c * 7 + data[0]) & 2);
 	line_reader_init(&lr, fd);
+	line_reader_init(&lf, fd);
 	while ((r = line_reader_next(&lr, &line, &len)) == 1) {
-		if (line < lr.buf || line + len > lr.buf + sizeof(lr.buf) ||
-		    memchr(line, '\n', len))
+		const uint8_t *nl;
+
+		if (line < lr.buf || line + len > lr.buf + lr.cap || memchr(line, '\n', len) ||
+		    off + len > size || memcmp(line, data + off, len))
 			abort();
-		/* A cut line (as long as the buffer) need not end in a newline. */
-		bytes += len + (len < sizeof(lr.buf));
+		if (len < lr.cap && (off + len == size || data[off + len] != '\n'))
+			abort();
+		/* The next line starts after this one's newline (a cut one may have none). */
+		nl = memchr(data + off + len, '\n', size - off - len);
+		if (!nl && len < lr.cap)
+			abort();
+		off = nl ? (size_t)(nl - data) + 1 : size;
+		if (!len || !want[(unsigned char)line[0]])
+			continue;
+		fr = line_reader_next_if(&lf, want, &fline, &flen);
+		if (fr != 1 || flen != len || memcmp(fline, line, len))
+			abort();
 	}
-	/*
-	 * A line longer than the buffer yields its start once and no line
-	 * from its rest: no line is invented.
-	 */
-	if (r != 0 || bytes > size)
+	if (r != 0 || line_reader_next_if(&lf, want, &fline, &flen) != 0)
+		abort();
+	/* Only an unterminated tail is left. */
+	if (memchr(data + off, '\n', size - off))
 		abort();
 }
 
@@ -112,7 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_line_parser((const char *)data, size);
 
 	fd = text_file(data, size);
-	check_line_reader(fd, size);
+	check_line_reader(data, fd, size);
 	check_smaps_reader(fd, count_lines(data, size));
 	return 0;
 }

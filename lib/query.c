@@ -10,15 +10,28 @@
 /* Does @line start with the string literal @lit? */
 #define HAS_PREFIX(line, len, lit) ((len) >= sizeof(lit) - 1 && !memcmp((line), (lit), sizeof(lit) - 1))
 
-/* "Name:   1234 kB" from @skip on, in bytes; digits read in place. */
+/*
+ * "Name:   1234 kB" from @skip on, in bytes; digits read in place.  The
+ * kernel right-aligns the number before " kB": read it from there back,
+ * not through the padding.
+ */
 static uint64_t kb_field(const char *line, size_t len, size_t skip)
 {
 	uint64_t v = 0;
-	size_t i = skip;
+	size_t i, end = len;
 
-	while (i < len && line[i] == ' ')
-		i++;
-	for (; i < len && line[i] >= '0' && line[i] <= '9' && v < UINT64_MAX / 10240; i++)
+	if (len >= skip + 4 && !memcmp(line + len - 3, " kB", 3))
+		end = len - 3;
+	i = end;
+	while (i > skip && line[i - 1] >= '0' && line[i - 1] <= '9')
+		i--;
+	if (i == end) {
+		/* Not right-aligned digits: the first number after @skip. */
+		for (i = skip; i < len && line[i] == ' '; i++)
+			;
+		end = len;
+	}
+	for (; i < end && line[i] >= '0' && line[i] <= '9' && v < UINT64_MAX / 10240; i++)
 		v = v * 10 + (uint64_t)(line[i] - '0');
 	return v * 1024;
 }
@@ -28,7 +41,9 @@ static uint64_t kb_field(const char *line, size_t len, size_t skip)
 static void parse_header(const char *line, size_t len, uint64_t start, uint64_t end,
 			 struct thp_mapping_state *m, struct smaps_extra *x)
 {
-	size_t field = 0, i = 0;
+	/* The range is read: start at the space after it. */
+	const char *sp = memchr(line, ' ', len);
+	size_t field = 0, i = sp ? (size_t)(sp - line) : len;
 
 	memset(m, 0, sizeof(*m));
 	memset(x, 0, sizeof(*x));
@@ -37,6 +52,12 @@ static void parse_header(const char *line, size_t len, uint64_t start, uint64_t 
 	while (i < len && field < 5) {
 		while (i < len && line[i] != ' ')
 			i++;
+		/* The kernel pads the name to column 73: most of a header is spaces. */
+		for (uint64_t w; i + 8 <= len; i += 8) {
+			memcpy(&w, line + i, sizeof(w));
+			if (w != 0x2020202020202020ULL)
+				break;
+		}
 		while (i < len && line[i] == ' ')
 			i++;
 		field++;
@@ -92,8 +113,14 @@ void smaps_reader_init(struct smaps_reader *sr, int fd)
 
 int smaps_open(struct smaps_reader *sr, const struct thp_target *t)
 {
+	int err;
+
 	sr->have = false;
-	return line_reader_open_proc(&sr->lr, t, "smaps");
+	err = line_reader_open_proc(&sr->lr, t, "smaps");
+	/* 64 KiB a read(): one in eight system calls at 60k mappings. */
+	if (!err)
+		line_reader_grow(&sr->lr, 64 << 10);
+	return err;
 }
 
 /*
@@ -105,13 +132,18 @@ int smaps_next(struct smaps_reader *sr, struct thp_mapping_state *m)
 	return smaps_next_x(sr, m, NULL);
 }
 
+static const bool smaps_line_matters[256] = {
+	['A'] = true, ['R'] = true, ['T'] = true, ['V'] = true,
+	['0' ... '9'] = true, ['a' ... 'f'] = true,
+};
+
 int smaps_next_x(struct smaps_reader *sr, struct thp_mapping_state *m, struct smaps_extra *x)
 {
 	for (;;) {
 		const char *line = NULL;
 		size_t len = 0;
 		uint64_t s, e;
-		int r = line_reader_next(&sr->lr, &line, &len);
+		int r = line_reader_next_if(&sr->lr, smaps_line_matters, &line, &len);
 
 		if (r < 0)
 			return r;
@@ -127,9 +159,10 @@ int smaps_next_x(struct smaps_reader *sr, struct thp_mapping_state *m, struct sm
 		/*
 		 * About 24 lines an entry, and only six matter: dispatch on
 		 * the first byte.  Field names start upper case; a header
-		 * starts with a lower-case hex digit.
+		 * starts with a lower-case hex digit.  The reader passes over
+		 * the lines whose first byte smaps_line_matters[] does not mark.
 		 */
-		switch (len ? line[0] : 0) {
+		switch (line[0]) {
 		case 'A':
 			if (sr->have && HAS_PREFIX(line, len, "AnonHugePages:"))
 				sr->cur.anon_huge_bytes = kb_field(line, len, 14);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compat.h"
@@ -15,29 +16,28 @@
 /* Lowest address of the kernel half; user mappings all lie below it. */
 #define VSYSCALL_FLOOR (1ULL << 63)
 
-static int parse_hex(const char **p, const char *end, uint64_t *out)
+static int parse_hex(const char **pp, const char *end, uint64_t *out)
 {
+	const char *p = *pp, *first = p;
 	uint64_t v = 0;
-	int digits = 0;
 
-	while (*p < end) {
-		char ch = **p;
-		int d;
+	/* A local cursor: through *pp every digit would be a store and a load. */
+	for (; p < end; p++) {
+		unsigned int d = (unsigned int)(unsigned char)*p - '0';
 
-		if (ch >= '0' && ch <= '9')
-			d = ch - '0';
-		else if (ch >= 'a' && ch <= 'f')
-			d = ch - 'a' + 10;
-		else
-			break;
-		if (digits == 16)
+		if (d > 9) {
+			d = (unsigned int)(unsigned char)*p - 'a';
+			if (d > 5)
+				break;
+			d += 10;
+		}
+		if (p - first == 16)
 			return -EINVAL;
-		v = v << 4 | (uint64_t)d;
-		digits++;
-		(*p)++;
+		v = v << 4 | d;
 	}
-	if (!digits)
+	if (p == first)
 		return -EINVAL;
+	*pp = p;
 	*out = v;
 	return 0;
 }
@@ -60,6 +60,23 @@ void line_reader_init(struct line_reader *lr, int fd)
 	lr->off = 0;
 	lr->eof = false;
 	lr->skip_rest = false;
+	lr->buf = lr->small;
+	lr->cap = sizeof(lr->small);
+	lr->scan = 0;
+	lr->nl_mask = 0;
+}
+
+void line_reader_grow(struct line_reader *lr, size_t cap)
+{
+	char *big;
+
+	if (lr->buf != lr->small || lr->len || cap <= lr->cap)
+		return;
+	big = malloc(cap);
+	if (big) {
+		lr->buf = big;
+		lr->cap = cap;
+	}
 }
 
 int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
@@ -101,6 +118,14 @@ static int check_eof(struct line_reader *lr)
 	return 0;
 }
 
+/* line_reader_next()'s mask starts again at pos (pos moved, or the buffer did). */
+static int resync(struct line_reader *lr, int r)
+{
+	lr->scan = lr->pos;
+	lr->nl_mask = 0;
+	return r;
+}
+
 int line_reader_next_slow(struct line_reader *lr, const char **line, size_t *len)
 {
 	for (;;) {
@@ -118,7 +143,7 @@ int line_reader_next_slow(struct line_reader *lr, const char **line, size_t *len
 			*line = lr->buf + lr->pos;
 			*len = (size_t)(nl - *line);
 			lr->pos += *len + 1;
-			return 1;
+			return resync(lr, 1);
 		}
 		if (lr->eof)
 			return check_eof(lr);
@@ -126,7 +151,8 @@ int line_reader_next_slow(struct line_reader *lr, const char **line, size_t *len
 		memmove(lr->buf, lr->buf + lr->pos, lr->len - lr->pos);
 		lr->len -= lr->pos;
 		lr->pos = 0;
-		if (lr->len == sizeof(lr->buf)) {
+		resync(lr, 0);
+		if (lr->len == lr->cap) {
 			/*
 			 * A line longer than the buffer (a long file name): hand
 			 * out its start, which holds the address range, and skip
@@ -136,9 +162,9 @@ int line_reader_next_slow(struct line_reader *lr, const char **line, size_t *len
 			*len = lr->len;
 			lr->pos = lr->len;
 			lr->skip_rest = true;
-			return 1;
+			return resync(lr, 1);
 		}
-		n = sys_pread(lr->fd, lr->buf + lr->len, sizeof(lr->buf) - lr->len, lr->off);
+		n = sys_pread(lr->fd, lr->buf + lr->len, lr->cap - lr->len, lr->off);
 		if (n < 0)
 			return (int)n;
 		if (n == 0)
@@ -165,6 +191,10 @@ void line_reader_close(struct line_reader *lr)
 	if (lr->fd >= 0)
 		sys_close(lr->fd);
 	lr->fd = -1;
+	if (lr->buf != lr->small)
+		free(lr->buf);
+	lr->buf = lr->small;
+	lr->cap = sizeof(lr->small);
 }
 
 void vma_walk_close(struct thp_vma_walk *w)
