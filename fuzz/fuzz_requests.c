@@ -477,6 +477,7 @@ static void do_apply_ranges(struct in *in, uint8_t szsel, uint8_t tail, int pidf
 	size_t sz = pick_size(szsel, sizeof(u.o)), nr;
 	uint8_t flags_sel, backend, nsel;
 	bool null_ranges, with_reports, as_vector;
+	uint64_t total;
 	int advice, r;
 
 	memset(&u, 0, sizeof(u));
@@ -500,7 +501,7 @@ static void do_apply_ranges(struct in *in, uint8_t szsel, uint8_t tail, int pidf
 	memset(reports, 0, sizeof(reports));
 
 	if (is_self(pidfd) && beyond_reservation(ranges, nr) > COSTLY_BYTES &&
-	    !null_ranges && validate_ranges(ranges, nr, page, &as_vector) == 0 &&
+	    !null_ranges && validate_ranges(ranges, nr, page, &as_vector, &total) == 0 &&
 	    !surely_refused(sz, sizeof(u.o), tail, u.o.flags, u.o.backend, advice) &&
 	    !sampled(&apply_ranges_self_asked))
 		return;

@@ -210,6 +210,7 @@ static void check_range(const char *arg, uint64_t page_size)
 	struct thp_range got = { POISON, POISON }, want = { 0, 0 };
 	const char *why = NULL;
 	bool as_vector;
+	uint64_t total;
 	int r = thpctl_parse_range(arg, page_size, &got, &why);
 	bool ok = ref_range(arg, page_size, &want);
 
@@ -220,7 +221,7 @@ static void check_range(const char *arg, uint64_t page_size)
 	if (!ok)
 		return;
 	/* What thpctl accepts, libthp must not refuse as invalid. */
-	if (page_size && validate_ranges(&got, 1, page_size, &as_vector) != 0)
+	if (page_size && validate_ranges(&got, 1, page_size, &as_vector, &total) != 0)
 		fail("range: accepted by thpctl, refused by libthp's validation", arg);
 }
 

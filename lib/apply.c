@@ -460,6 +460,18 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, si
 			m = n;
 			r = ctx->be->apply_vec(ctx->t, (const struct iovec *)(const void *)ranges, m,
 					       ctx->advice);
+			/* All of it: every report is a whole success, in one plain pass. */
+			if (r > 0 && (uint64_t)r == ctx->total_bytes) {
+				for (size_t i = 0; reports && i < n; i++)
+					reports[i] = (struct thp_report){
+						.addr = ranges[i].addr,
+						.len = ranges[i].len,
+						.bytes_advised = ranges[i].len,
+						.backend = ctx->be->id,
+						.attempted = 1,
+					};
+				return (int)n;
+			}
 		} else {
 			r = apply_batch(ctx, ranges, n, pos, off, &m);
 		}
@@ -571,6 +583,7 @@ THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
 	struct thp_target t;
 	struct apply_ctx ctx;
 	bool as_vector = false;
+	uint64_t total = 0;
 	int err;
 
 	report_clear_detail();
@@ -580,13 +593,14 @@ THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
 	if (!err)
 		err = validate_advice(opts->advice);
 	if (!err)
-		err = validate_ranges(ranges, nr_ranges, caps_get()->page_size, &as_vector);
+		err = validate_ranges(ranges, nr_ranges, caps_get()->page_size, &as_vector, &total);
 	if (!err)
 		err = apply_ctx_open(&ctx, &t, opts->pidfd, opts->advice, opts->flags,
 				     opts->backend);
 	if (err)
 		return ret_errno(err);
 	ctx.ranges_are_iovecs = as_vector;
+	ctx.total_bytes = total;
 
 	opts->backend_used = ctx.be->id;
 	err = apply_engine(&ctx, ranges, nr_ranges, opts->reports);

@@ -105,10 +105,11 @@ int validate_flags_backend(uint32_t flags, uint32_t allowed, uint32_t backend);
 /*
  * 0 or -EINVAL.  *as_vector: every length is a non-zero multiple of the
  * page size, so the array itself can be the system call's vector
- * (apply_ctx.ranges_are_iovecs).
+ * (apply_ctx.ranges_are_iovecs); *total: the bytes of all ranges, or 0
+ * if their sum does not fit a system call's return.
  */
 int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size,
-		    bool *as_vector);
+		    bool *as_vector, uint64_t *total);
 /* Page-rounded length of a validated range.  Inline: the engine takes it per range. */
 static inline uint64_t range_len(const struct thp_range *r, size_t page_size)
 {
@@ -415,6 +416,7 @@ struct apply_ctx {
 	size_t nr_layout;
 	/* validate_ranges() found the ranges usable as the vector itself. */
 	bool ranges_are_iovecs;
+	uint64_t total_bytes; /* ...and what a whole success returns (0: unknown) */
 };
 
 /* Open @pidfd's target and pick its backend into @ctx; 0 or -errno (nothing open). */

@@ -22,9 +22,11 @@ int validate_advice(int advice)
 }
 
 int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size,
-		    bool *as_vector)
+		    bool *as_vector, uint64_t *total)
 {
 	uint64_t lens = 0; /* every length OR-ed: tells about all at once */
+	uint64_t sum = 0;
+	bool sum_ok = true;
 
 	if (n > THP_MAX_RANGES) {
 		report_set_detail("%zu ranges: at most %u per call", n, THP_MAX_RANGES);
@@ -58,8 +60,10 @@ int validate_ranges(const struct thp_range *ranges, size_t n, size_t page_size,
 					  (unsigned long long)r->addr, (unsigned long long)len);
 			return -EINVAL;
 		}
+		sum_ok &= !__builtin_add_overflow(sum, len, &sum);
 	}
 	*as_vector = n && !(lens & (page_size - 1));
+	*total = sum_ok && sum <= (uint64_t)INT64_MAX ? sum : 0;
 	return 0;
 }
 
