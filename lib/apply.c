@@ -165,10 +165,11 @@ static int next_mapping(const struct apply_ctx *ctx, struct thp_vma_walk *w, siz
 
 /*
  * Which extents have a page, from PAGEMAP_SCAN (6.7+) on the target's
- * pagemap, opened on first use.  MADV_COLLAPSE can only refuse an extent
- * without one (EINVAL), and a sparse mapping has millions of them (a
- * sanitizer's shadow: terabytes): once a mapping has failed, its empty
- * extents are passed over instead of asked about one system call each.
+ * pagemap, opened on first use.  MADV_COLLAPSE may refuse an extent
+ * without one (EINVAL) or fill it with a zeroed huge page, and a sparse
+ * mapping has millions of them (a sanitizer's shadow: terabytes): once a
+ * mapping has failed, its empty extents are passed over instead of asked
+ * about one system call each (thp_apply_ranges(3)).
  */
 struct page_scan {
 	int fd;                     /* -1: not open, or no PAGEMAP_SCAN */
