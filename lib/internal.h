@@ -199,7 +199,7 @@ int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
  * The next whole line, without its newline, valid until the next call.
  * 1, 0 at the end, or -errno (-ESRCH: the file emptied while it was read,
  * its process is exiting).  A line longer than the buffer is cut: its first
- * sizeof(buf) bytes are handed out and the rest is skipped.
+ * cap bytes are handed out and the rest is skipped.
  */
 int line_reader_next_slow(struct line_reader *lr, const char **line, size_t *len);
 /*
@@ -224,45 +224,15 @@ static inline uint64_t line_reader_nl64(const char *p)
 }
 #endif
 
-static inline int line_reader_next(struct line_reader *lr, const char **line, size_t *len)
-{
-	const char *l;
-	size_t n;
-	int r;
-#if defined(__SSE2__)
-	/* Every field read before any is written: a store does not force reloads. */
-	uint64_t mask = lr->nl_mask;
-	size_t scan = lr->scan, pos = lr->pos;
-
-	while (!mask && !lr->skip_rest && scan + 64 <= lr->len) {
-		mask = line_reader_nl64(lr->buf + scan);
-		scan += 64;
-	}
-	if (mask) {
-		size_t nl = scan - 64 + (size_t)__builtin_ctzll(mask);
-
-		lr->nl_mask = mask & (mask - 1);
-		lr->scan = scan;
-		lr->pos = nl + 1;
-		*line = lr->buf + pos;
-		*len = nl - pos;
-		return 1;
-	}
-	lr->scan = scan;
-#endif
-	/* Through locals: the caller's line and len stay in registers. */
-	r = line_reader_next_slow(lr, &l, &n);
-	*line = l;
-	*len = n;
-	return r;
-}
 /*
- * The next line whose first byte is marked in @want (an empty line never
- * is): the lines passed over cost a bit scan and a table lookup each, not
- * a return to the caller (smaps: some 19 of 24 lines an entry).
+ * The next line, or with @want the next one whose first byte @want marks
+ * (an empty line never is): the lines passed over cost a bit scan and a
+ * table lookup each, not a return to the caller (smaps: some 19 of 24
+ * lines an entry).  Every field of @lr is read before any is written, and
+ * line and len go through locals: no store forces a reload.
  */
-static inline int line_reader_next_if(struct line_reader *lr, const bool want[256],
-				      const char **line, size_t *len)
+static inline int line_reader_take(struct line_reader *lr, const bool *want, const char **line,
+				   size_t *len)
 {
 	for (;;) {
 		const char *l;
@@ -284,7 +254,7 @@ static inline int line_reader_next_if(struct line_reader *lr, const bool want[25
 				break;
 			nl = scan - 64 + (size_t)__builtin_ctzll(mask);
 			mask &= mask - 1;
-			if (nl > pos && want[(unsigned char)buf[pos]]) {
+			if (!want || (nl > pos && want[(unsigned char)buf[pos]])) {
 				lr->nl_mask = mask;
 				lr->scan = scan;
 				lr->pos = nl + 1;
@@ -301,12 +271,23 @@ static inline int line_reader_next_if(struct line_reader *lr, const bool want[25
 		r = line_reader_next_slow(lr, &l, &n);
 		if (r <= 0)
 			return r;
-		if (n && want[(unsigned char)l[0]]) {
+		if (!want || (n && want[(unsigned char)l[0]])) {
 			*line = l;
 			*len = n;
 			return 1;
 		}
 	}
+}
+
+static inline int line_reader_next(struct line_reader *lr, const char **line, size_t *len)
+{
+	return line_reader_take(lr, NULL, line, len);
+}
+
+static inline int line_reader_next_if(struct line_reader *lr, const bool want[256],
+				      const char **line, size_t *len)
+{
+	return line_reader_take(lr, want, line, len);
 }
 
 /*
