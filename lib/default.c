@@ -199,7 +199,12 @@ static int advise_existing(int advice, uint64_t *changed)
 	r = target_open(THP_SELF, &self);
 	if (r)
 		return r;
-	r = smaps_open(&sr, &self);
+	/*
+	 * Small reads: the buffer of a grown reader may be a mapping the
+	 * allocator makes now (ASan's does), which this pass would advise and
+	 * count among the caller's mappings, then free.
+	 */
+	r = smaps_open(&sr, &self, false);
 	if (r) {
 		target_close(&self);
 		return r;
@@ -279,10 +284,19 @@ static bool is_hugetlb_on(const char *entry, size_t len)
 	return len == sizeof(HUGETLB_TUNABLE_ON) - 1 && !memcmp(entry, HUGETLB_TUNABLE_ON, len);
 }
 
-/* The loaded preload's control entry, or NULL when no preload is loaded. */
+static int preload_object_cb(struct dl_phdr_info *info, size_t size, void *arg);
+
+/*
+ * The loaded preload's control entry, or NULL when no preload is loaded.
+ * The loader's list is asked first: a dlsym() that fails allocates its
+ * error message, and an allocator that maps memory for it (ASan's does)
+ * would add a mapping to the caller's that thp_set_default() then advises
+ * and counts.
+ */
 static preload_control_fn preload_control(void)
 {
-	void *sym = dlsym(RTLD_DEFAULT, THP_PRELOAD_CONTROL);
+	void *sym = dl_iterate_phdr(preload_object_cb, NULL) ? dlsym(RTLD_DEFAULT, THP_PRELOAD_CONTROL)
+							      : NULL;
 	preload_control_fn fn;
 
 	memcpy(&fn, &sym, sizeof(fn));

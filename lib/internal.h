@@ -320,8 +320,11 @@ struct smaps_reader {
 	bool have;
 };
 
-/* 0 or -errno as line_reader_open_proc(). */
-int smaps_open(struct smaps_reader *sr, const struct thp_target *t);
+/*
+ * 0 or -errno as line_reader_open_proc().  @big_reads: 64 KiB a read() from
+ * an allocated buffer instead of the reader's own 8 KiB.
+ */
+int smaps_open(struct smaps_reader *sr, const struct thp_target *t, bool big_reads);
 /* Read smaps text from @fd instead (the fuzz target). */
 void smaps_reader_init(struct smaps_reader *sr, int fd);
 /* 1 and the next mapping in @m, 0 at the end, or -errno. */

@@ -111,14 +111,14 @@ void smaps_reader_init(struct smaps_reader *sr, int fd)
 	sr->have = false;
 }
 
-int smaps_open(struct smaps_reader *sr, const struct thp_target *t)
+int smaps_open(struct smaps_reader *sr, const struct thp_target *t, bool big_reads)
 {
 	int err;
 
 	sr->have = false;
 	err = line_reader_open_proc(&sr->lr, t, "smaps");
 	/* 64 KiB a read(): one in eight system calls at 60k mappings. */
-	if (!err)
+	if (!err && big_reads)
 		line_reader_grow(&sr->lr, 64 << 10);
 	return err;
 }
@@ -242,7 +242,7 @@ THP_API int thp_query(struct thp_query_opts *opts)
 			goto out;
 		thp_off = err == 1;
 	}
-	err = smaps_open(&sr, &t);
+	err = smaps_open(&sr, &t, true);
 	if (err)
 		goto out;
 	opts->states_needed = 0;
