@@ -7,7 +7,8 @@
  *   reader that thp_query() and the default policy use: lines handed out lie
  *   inside the text, hold no newline and add up to no more than the text,
  *   and every smaps entry comes from an accepted header, with a terminated
- *   name, at most one per line.
+ *   name, at most one per line; the default policy's advice-only reader
+ *   hands out the same ranges and hg/nh.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create() */
@@ -104,21 +105,27 @@ static void check_line_reader(const uint8_t *data, int fd, size_t size)
 		abort();
 }
 
+/* smaps_next_advice() (a second reader) hands out the same ranges and advice. */
 static void check_smaps_reader(int fd, size_t lines)
 {
-	struct smaps_reader sr;
+	struct smaps_reader sr, sa;
 	struct thp_mapping_state m;
+	struct smaps_advice a;
 	size_t entries = 0;
 	int r;
 
 	smaps_reader_init(&sr, fd);
+	smaps_reader_init(&sa, fd);
 	while ((r = smaps_next(&sr, &m)) == 1) {
 		if (!(m.start < m.end) || !memchr(m.name, 0, sizeof(m.name)))
 			abort();
 		if (++entries > lines + 1)
 			abort();
+		if (smaps_next_advice(&sa, &a) != 1 || a.start != m.start || a.end != m.end ||
+		    a.huge != m.advised_huge || a.nohuge != m.advised_nohuge)
+			abort();
 	}
-	if (r != 0)
+	if (r != 0 || smaps_next_advice(&sa, &a) != 0)
 		abort();
 }
 

@@ -145,7 +145,7 @@ static int read_smaps(struct pass *p, bool spans, uint64_t *anon_huge)
 	struct smaps_extra x;
 	int r;
 
-	r = smaps_open(&sr, p->t, true);
+	r = smaps_open(&sr, p->t, NULL, 0);
 	if (r == -EACCES || r == -EPERM)
 		return permission_error(p->t, "read the mappings");
 	if (r)

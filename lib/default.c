@@ -189,8 +189,9 @@ static uint64_t advise_span(const struct thp_target *self, struct advise_span *s
  */
 static int advise_existing(int advice, uint64_t *changed)
 {
+	static char smaps_buf[SMAPS_READ_SIZE];
 	struct advise_span sp = { 0, 0, 0 };
-	struct thp_mapping_state st;
+	struct smaps_advice st;
 	struct smaps_reader sr;
 	struct thp_target self;
 	int r;
@@ -200,18 +201,18 @@ static int advise_existing(int advice, uint64_t *changed)
 	if (r)
 		return r;
 	/*
-	 * Small reads: the buffer of a grown reader may be a mapping the
-	 * allocator makes now (ASan's does), which this pass would advise and
-	 * count among the caller's mappings, then free.
+	 * A static buffer (this runs under default_lock): one allocated now may
+	 * be a mapping the allocator makes for it (ASan's does), which this
+	 * pass would advise and count among the caller's mappings.
 	 */
-	r = smaps_open(&sr, &self, false);
+	r = smaps_open(&sr, &self, smaps_buf, sizeof(smaps_buf));
 	if (r) {
 		target_close(&self);
 		return r;
 	}
-	while ((r = smaps_next(&sr, &st)) == 1) {
-		bool opposite = advice == MADV_HUGEPAGE ? st.advised_nohuge : st.advised_huge;
-		bool already = advice == MADV_HUGEPAGE ? st.advised_huge : st.advised_nohuge;
+	while ((r = smaps_next_advice(&sr, &st)) == 1) {
+		bool opposite = advice == MADV_HUGEPAGE ? st.nohuge : st.huge;
+		bool already = advice == MADV_HUGEPAGE ? st.huge : st.nohuge;
 
 		/* The vsyscall page (kernel half) ends every run too. */
 		if (opposite || st.start >= 0x800000000000ULL) {

@@ -180,7 +180,8 @@ struct line_reader {
 	off_t off;
 	bool eof;
 	bool skip_rest; /* inside the tail of a line cut at the buffer size */
-	char *buf;      /* small, or a larger one from line_reader_grow() */
+	char *buf;      /* small, or a larger one from line_reader_grow() or _lend() */
+	bool lent;      /* buf is the caller's: not freed */
 	size_t cap;
 	size_t scan;      /* line_reader_next(): newlines before this are known */
 	uint64_t nl_mask; /* ...and these of buf[scan - 64, scan) not handed out */
@@ -297,6 +298,8 @@ static inline int line_reader_next_if(struct line_reader *lr, const bool want[25
  * memory the small buffer stays.  Before the first line only.
  */
 void line_reader_grow(struct line_reader *lr, size_t cap);
+/* As line_reader_grow(), with the caller's buffer: for a reader that must not allocate. */
+void line_reader_lend(struct line_reader *lr, char *buf, size_t cap);
 /* Close the file (a reader that failed to open holds none) and free a grown buffer. */
 void line_reader_close(struct line_reader *lr);
 
@@ -313,24 +316,38 @@ struct smaps_extra {
 	bool special;        /* VmFlags io or pf: no struct pages to collapse */
 };
 
+/* A mapping's range and advice: all that smaps_next_advice() reads. */
+struct smaps_advice {
+	uint64_t start, end;
+	bool huge, nohuge; /* VmFlags hg, nh */
+};
+
 struct smaps_reader {
 	struct line_reader lr;
 	struct thp_mapping_state cur; /* the entry being read */
 	struct smaps_extra cur_x;
+	struct smaps_advice cur_advice; /* ...by smaps_next_advice() */
 	bool have;
 };
 
 /*
- * 0 or -errno as line_reader_open_proc().  @big_reads: 64 KiB a read() from
- * an allocated buffer instead of the reader's own 8 KiB.
+ * 0 or -errno as line_reader_open_proc().  Reads through @buf (@cap bytes),
+ * or through an allocated 64 KiB one when @buf is NULL.
  */
-int smaps_open(struct smaps_reader *sr, const struct thp_target *t, bool big_reads);
+#define SMAPS_READ_SIZE (64 << 10)
+int smaps_open(struct smaps_reader *sr, const struct thp_target *t, char *buf, size_t cap);
 /* Read smaps text from @fd instead (the fuzz target). */
 void smaps_reader_init(struct smaps_reader *sr, int fd);
 /* 1 and the next mapping in @m, 0 at the end, or -errno. */
 int smaps_next(struct smaps_reader *sr, struct thp_mapping_state *m);
 /* smaps_next() plus the extra fields in @x. */
 int smaps_next_x(struct smaps_reader *sr, struct thp_mapping_state *m, struct smaps_extra *x);
+/*
+ * As smaps_next(), reading only the header's range and the VmFlags line:
+ * a quarter of the instructions an entry (thp_set_default()'s pass).  Not
+ * to be mixed with smaps_next() on one reader.
+ */
+int smaps_next_advice(struct smaps_reader *sr, struct smaps_advice *a);
 /*
  * A mapping of private anonymous memory: "", [heap], [stack] or [anon:NAME],
  * no file, not shared, not VM_IO/VM_PFNMAP.  Advice is not considered.

@@ -111,16 +111,20 @@ void smaps_reader_init(struct smaps_reader *sr, int fd)
 	sr->have = false;
 }
 
-int smaps_open(struct smaps_reader *sr, const struct thp_target *t, bool big_reads)
+int smaps_open(struct smaps_reader *sr, const struct thp_target *t, char *buf, size_t cap)
 {
 	int err;
 
 	sr->have = false;
 	err = line_reader_open_proc(&sr->lr, t, "smaps");
+	if (err)
+		return err;
 	/* 64 KiB a read(): one in eight system calls at 60k mappings. */
-	if (!err && big_reads)
-		line_reader_grow(&sr->lr, 64 << 10);
-	return err;
+	if (buf)
+		line_reader_lend(&sr->lr, buf, cap);
+	else
+		line_reader_grow(&sr->lr, SMAPS_READ_SIZE);
+	return 0;
 }
 
 /*
@@ -203,6 +207,46 @@ int smaps_next_x(struct smaps_reader *sr, struct thp_mapping_state *m, struct sm
 	}
 }
 
+static const bool smaps_advice_line_matters[256] = {
+	['V'] = true, ['0' ... '9'] = true, ['a' ... 'f'] = true,
+};
+
+int smaps_next_advice(struct smaps_reader *sr, struct smaps_advice *a)
+{
+	for (;;) {
+		const char *line = NULL;
+		size_t len = 0;
+		uint64_t s, e;
+		int r = line_reader_next_if(&sr->lr, smaps_advice_line_matters, &line, &len);
+
+		if (r <= 0) {
+			if (r < 0 || !sr->have)
+				return r;
+			*a = sr->cur_advice;
+			sr->have = false;
+			return 1;
+		}
+		if (line[0] == 'V') {
+			if (sr->have && HAS_PREFIX(line, len, "VmFlags:"))
+				for (size_t i = 9; i + 2 <= len; i += 3) {
+					sr->cur_advice.huge |= line[i] == 'h' && line[i + 1] == 'g';
+					sr->cur_advice.nohuge |= line[i] == 'n' && line[i + 1] == 'h';
+				}
+			continue;
+		}
+		if (maps_parse_line(line, len, &s, &e) == 0) {
+			bool had = sr->have;
+
+			if (had)
+				*a = sr->cur_advice;
+			sr->cur_advice = (struct smaps_advice){ .start = s, .end = e };
+			sr->have = true;
+			if (had)
+				return 1;
+		}
+	}
+}
+
 THP_API int thp_query(struct thp_query_opts *opts)
 {
 	struct smaps_reader sr;
@@ -242,7 +286,7 @@ THP_API int thp_query(struct thp_query_opts *opts)
 			goto out;
 		thp_off = err == 1;
 	}
-	err = smaps_open(&sr, &t, true);
+	err = smaps_open(&sr, &t, NULL, 0);
 	if (err)
 		goto out;
 	opts->states_needed = 0;

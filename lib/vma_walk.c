@@ -62,6 +62,7 @@ void line_reader_init(struct line_reader *lr, int fd)
 	lr->skip_rest = false;
 	lr->buf = lr->small;
 	lr->cap = sizeof(lr->small);
+	lr->lent = false;
 	lr->scan = 0;
 	lr->nl_mask = 0;
 }
@@ -77,6 +78,15 @@ void line_reader_grow(struct line_reader *lr, size_t cap)
 		lr->buf = big;
 		lr->cap = cap;
 	}
+}
+
+void line_reader_lend(struct line_reader *lr, char *buf, size_t cap)
+{
+	if (lr->buf != lr->small || lr->len || cap <= lr->cap)
+		return;
+	lr->buf = buf;
+	lr->cap = cap;
+	lr->lent = true;
 }
 
 int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
@@ -191,9 +201,10 @@ void line_reader_close(struct line_reader *lr)
 	if (lr->fd >= 0)
 		sys_close(lr->fd);
 	lr->fd = -1;
-	if (lr->buf != lr->small)
+	if (lr->buf != lr->small && !lr->lent)
 		free(lr->buf);
 	lr->buf = lr->small;
+	lr->lent = false;
 	lr->cap = sizeof(lr->small);
 }
 
