@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,12 +314,41 @@ bool thpctl_agent_possible(const char **why)
 	return nice;
 }
 
+/*
+ * Start CMD with signal mask @mask: 0 and its pid, or the errno of the
+ * fork or the exec.  vfork(): the child shares thpctl's memory until it
+ * execs, so no page table is copied (fork() was most of what the agent
+ * added to "thpctl run").  Not posix_spawn(): its child asks the kernel
+ * about every signal's handler (122 system calls) to reset the caught
+ * ones, and thpctl catches none; exec resets handlers anyway.  The exec's
+ * errno comes back through the memory the child shares.
+ */
+static int spawn(char **cmd, const sigset_t *mask, pid_t *pid)
+{
+	volatile int exec_errno = 0;
+	pid_t p = vfork();
+
+	if (p == 0) {
+		sigprocmask(SIG_SETMASK, mask, NULL);
+		execvp(cmd[0], cmd);
+		exec_errno = errno ? errno : ENOEXEC;
+		_exit(127);
+	}
+	if (p < 0)
+		return errno;
+	if (exec_errno) {
+		waitpid(p, NULL, 0);
+		return exec_errno;
+	}
+	*pid = p;
+	return 0;
+}
+
 int thpctl_agent_run(char **cmd, const struct collapse_settings *s, bool verbose)
 {
 	static const int forwarded[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
 					 SIGUSR2, SIGWINCH, SIGCONT, SIGALRM };
 	struct agent a = { .s = s, .verbose = verbose };
-	posix_spawnattr_t attr;
 	sigset_t set, old;
 	int err;
 	uint64_t next;
@@ -335,22 +363,7 @@ int thpctl_agent_run(char **cmd, const struct collapse_settings *s, bool verbose
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
 		thpctl_error("run: agent: cannot become a child reaper: %s", strerror(errno));
 	fflush(NULL);
-	/*
-	 * posix_spawn(): a vfork-style child that shares thpctl's memory until
-	 * it execs, so no page table is copied (fork() was most of what the
-	 * agent added to "thpctl run"); an exec failure comes back as its errno.
-	 */
-	err = posix_spawnattr_init(&attr);
-	if (err) {
-		thpctl_error("run: cannot set up the child: %s", strerror(err));
-		return THPCTL_EXIT_RUN_FAILED;
-	}
-	err = posix_spawnattr_setsigmask(&attr, &old);
-	if (!err)
-		err = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-	if (!err)
-		err = posix_spawnp(&a.child, cmd[0], NULL, &attr, cmd, environ);
-	posix_spawnattr_destroy(&attr);
+	err = spawn(cmd, &old, &a.child);
 	if (err) {
 		thpctl_error("run: cannot run '%s': %s", cmd[0], strerror(err));
 		return err == ENOENT ? THPCTL_EXIT_NOT_FOUND : THPCTL_EXIT_CANNOT_EXEC;

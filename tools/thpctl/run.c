@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <thp/thp.h>
@@ -39,7 +40,6 @@
  * (tools/ and preload/ of the build root).  A relative path, so that no
  * build path is compiled into the installed binary.
  */
-#define PRELOAD_BUILD_DIR_REL "../preload"
 
 
 struct run_args {
@@ -155,23 +155,32 @@ static bool is_file(const char *path)
 }
 
 /*
- * This thpctl binary, resolved: /proc/self/exe, else the path execve() was
- * given (AT_EXECFN, which needs no /proc; relative to the start directory,
- * which thpctl has not left).  Both name the same file, so a missing /proc
- * does not change the answer.  False when neither resolves.
+ * This thpctl binary, resolved: /proc/self/exe (the kernel's answer has no
+ * symbolic link, no "." or ".."), else the path execve() was given
+ * (AT_EXECFN, which needs no /proc; relative to the start directory, which
+ * thpctl has not left).  Both name the same file, so a missing /proc does
+ * not change the answer.  False when neither resolves.
  */
 static bool own_path(char exe[PATH_MAX])
 {
 	const char *fn = (const char *)getauxval(AT_EXECFN);
+	ssize_t n = readlink("/proc/self/exe", exe, PATH_MAX - 1);
 
-	return realpath("/proc/self/exe", exe) || (fn && realpath(fn, exe));
+	/* " (deleted)": the binary was replaced while it ran; ask the path instead. */
+	if (n > 0 && exe[0] == '/') {
+		exe[n] = 0;
+		if (n < 10 || strcmp(exe + n - 10, " (deleted)"))
+			return true;
+	}
+	return fn && realpath(fn, exe);
 }
 
 const char *thpctl_preload_path(const char **why)
 {
-	static char tree[PATH_MAX + sizeof("/" PRELOAD_ENV_SONAME)];
+	static char tree[PATH_MAX + sizeof("/preload/" PRELOAD_ENV_SONAME)];
 	const char *env = getenv("THPCTL_PRELOAD");
-	char dir[PATH_MAX + sizeof("/" PRELOAD_BUILD_DIR_REL)], exe[PATH_MAX], *slash;
+	char exe[PATH_MAX], *slash;
+	struct stat st;
 
 	if (env && *env)
 		return env;
@@ -180,17 +189,21 @@ const char *thpctl_preload_path(const char **why)
 		       "/proc/self/exe nor AT_EXECFN resolves); set THPCTL_PRELOAD";
 		return NULL;
 	}
+	/* The resolved path's directory, then its parent ("..", without a lookup). */
 	slash = strrchr(exe, '/');
 	*slash = 0;
-	snprintf(dir, sizeof(dir), "%s/" PRELOAD_BUILD_DIR_REL, exe);
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
 	/*
 	 * A thpctl with a preload/ next to its directory is in the build tree
 	 * and takes that tree's preload, built or not; an installed one
 	 * (/usr/bin: no /usr/preload) the installed preload.
 	 */
-	if (!realpath(dir, exe))
+	snprintf(tree, sizeof(tree), "%s/preload", exe);
+	if (stat(tree, &st) || !S_ISDIR(st.st_mode))
 		return THPCTL_PRELOAD_INSTALLED;
-	snprintf(tree, sizeof(tree), "%s/" PRELOAD_ENV_SONAME, exe);
+	snprintf(tree, sizeof(tree), "%s/preload/" PRELOAD_ENV_SONAME, exe);
 	return tree;
 }
 
@@ -214,7 +227,8 @@ static char *find_preload(void)
 			     strerror(errno ? errno : ENOENT));
 		return NULL;
 	}
-	abs = realpath(path, NULL);
+	/* Only a relative path (THPCTL_PRELOAD's) needs resolving. */
+	abs = path[0] == '/' ? strdup(path) : realpath(path, NULL);
 	if (!abs) {
 		thpctl_error("run: %s: %s", path, strerror(errno));
 		return NULL;
