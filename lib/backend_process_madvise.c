@@ -49,12 +49,15 @@ long process_madvise_vec(const struct thp_target *t, const struct iovec *iov,
 		size_t want = 0;
 		long r;
 
-		for (size_t i = 0; i < m; i++)
-			want += v[i].iov_len;
 		r = sys_process_madvise(t->pidfd, iov, m, advice, 0);
 		if (r < 0)
 			return done ? done : r;
 		done += r;
+		/* The last call's short count is the caller's to find. */
+		if (m == n)
+			return done;
+		for (size_t i = 0; i < m; i++)
+			want += v[i].iov_len;
 		if ((size_t)r != want)
 			return done; /* short: failure or MAX_RW_COUNT; caller continues */
 		iov += m;
