@@ -35,12 +35,6 @@
 #ifndef THPCTL_PRELOAD_INSTALLED
 #define THPCTL_PRELOAD_INSTALLED "/usr/local/lib/libthp/libthp-preload.so"
 #endif
-/*
- * In a build tree the preload is here relative to thpctl's directory
- * (tools/ and preload/ of the build root).  A relative path, so that no
- * build path is compiled into the installed binary.
- */
-
 
 struct run_args {
 	int policy;
@@ -197,8 +191,10 @@ const char *thpctl_preload_path(const char **why)
 		*slash = 0;
 	/*
 	 * A thpctl with a preload/ next to its directory is in the build tree
-	 * and takes that tree's preload, built or not; an installed one
-	 * (/usr/bin: no /usr/preload) the installed preload.
+	 * (tools/ and preload/ of the build root) and takes that tree's
+	 * preload, built or not; an installed one (/usr/bin: no /usr/preload)
+	 * the installed preload.  Found from thpctl's own path, so that no
+	 * build path is compiled into the installed binary.
 	 */
 	snprintf(tree, sizeof(tree), "%s/preload", exe);
 	if (stat(tree, &st) || !S_ISDIR(st.st_mode))
