@@ -288,17 +288,20 @@ static bool is_hugetlb_on(const char *entry, size_t len)
 static int preload_object_cb(struct dl_phdr_info *info, size_t size, void *arg);
 
 /*
- * The loaded preload's control entry, or NULL when no preload is loaded.
- * The loader's list is asked first: a dlsym() that fails allocates its
- * error message, and an allocator that maps memory for it (ASan's does)
- * would add a mapping to the caller's that thp_set_default() then advises
- * and counts.
+ * The loaded preload's control entry, or NULL when no preload is loaded
+ * (or one without the entry: *@loaded tells, when not NULL).  The loader's
+ * list is asked first: a dlsym() that fails allocates its error message,
+ * and an allocator that maps memory for it (ASan's does) would add a
+ * mapping to the caller's that thp_set_default() then advises and counts.
  */
-static preload_control_fn preload_control(void)
+static preload_control_fn preload_control(bool *loaded)
 {
-	void *sym = dl_iterate_phdr(preload_object_cb, NULL) ? dlsym(RTLD_DEFAULT, THP_PRELOAD_CONTROL)
-							      : NULL;
+	bool in_list = dl_iterate_phdr(preload_object_cb, NULL) != 0;
+	void *sym = in_list ? dlsym(RTLD_DEFAULT, THP_PRELOAD_CONTROL) : NULL;
 	preload_control_fn fn;
+
+	if (loaded)
+		*loaded = in_list;
 
 	memcpy(&fn, &sym, sizeof(fn));
 	return fn;
@@ -445,9 +448,9 @@ static unsigned long long loader_generation(void)
 /*
  * The loader generation at which the calling process was last seen
  * without the preload.  Only loading an object can bring one, so the
- * answer stands until the generation changes: a dlsym() that fails costs
- * more than the prctl thp_get_default() is compared with (it formats an
- * error message).
+ * answer stands until the generation changes: a walk of the loader's
+ * list (one string compare per object) costs more than the prctl
+ * thp_get_default() is compared with.
  */
 static _Atomic unsigned long long no_preload_generation;
 
@@ -472,13 +475,14 @@ static int preload_active(const struct thp_target *t)
 	if (t->self) {
 		unsigned long long gen = loader_generation();
 		preload_control_fn ctl;
+		bool loaded;
 
 		if (gen && gen == atomic_load_explicit(&no_preload_generation, memory_order_relaxed))
 			return 0;
-		ctl = preload_control();
+		ctl = preload_control(&loaded);
 		if (ctl)
 			return ctl(THP_PRELOAD_QUERY) > 0;
-		if (dl_iterate_phdr(preload_object_cb, NULL))
+		if (loaded)
 			return 1;
 		atomic_store_explicit(&no_preload_generation, gen, memory_order_relaxed);
 		return 0;
@@ -785,7 +789,7 @@ static int set_default_locked(struct thp_default_opts *o)
 	 * loaded other than through LD_PRELOAD would be back in exec()ed
 	 * children, so SYSTEM/NOHUGE/NEVER cannot persist then.
 	 */
-	preload = preload_control();
+	preload = preload_control(NULL);
 	preload_in_env = preload && preload_follows_env();
 	if (preload && !preload_in_env && o->policy != THP_POLICY_HUGE && want_persistent) {
 		report_set_detail("libthp-preload.so is loaded, but not through LD_PRELOAD: "
