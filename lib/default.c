@@ -500,8 +500,12 @@ static int preload_active(const struct thp_target *t)
 	return r < 0 ? r : mapped && !off;
 }
 
-/* Exit codes of the probe children below. */
-enum { PROBE_YES = 0, PROBE_NO = 1, PROBE_UNKNOWN = 2, PROBE_MIXED = 3 };
+/*
+ * Exit codes of the probe children below.  None is 0 or 1: a child that
+ * ends any other way (exit(0) from code it should not have reached, a
+ * failure path's 1) must read as "could not tell", never as an answer.
+ */
+enum { PROBE_YES = 0x59, PROBE_NO = 0x4e, PROBE_UNKNOWN = 0x55, PROBE_MIXED = 0x4d };
 
 /*
  * The probe child's answer: 1, 0, -EOPNOTSUPP (PROBE_MIXED), or -errno
