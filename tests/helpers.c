@@ -277,6 +277,26 @@ void must_madvise(void *p, size_t len, int advice)
 		      advice, strerror(errno));
 }
 
+/*
+ * MADV_COLLAPSE as a test's setup: EAGAIN is the kernel's "no huge page
+ * or a busy page right now" (seen once in CI after hours of load), so it
+ * is asked again, up to 10 times over about a second; any other error,
+ * or EAGAIN every time, fails the test.
+ */
+void must_collapse(void *p, size_t len)
+{
+	int r = -1, err = 0;
+
+	for (int i = 0; i < 10; i++) {
+		r = madvise(p, len, 25 /* MADV_COLLAPSE */);
+		err = errno;
+		if (r == 0 || err != EAGAIN)
+			break;
+		usleep(100000);
+	}
+	ck_assert_msg(r == 0, "MADV_COLLAPSE(%p, %zu): %s", p, len, strerror(err));
+}
+
 static const char *const mode_names[] = { "always", "madvise", "never", "unknown" };
 
 void require_madvise_mode(void)

@@ -97,6 +97,8 @@ const char *mode_note(void);
 
 /* Raw madvise() that aborts the test on failure (for building layouts). */
 void must_madvise(void *p, size_t len, int advice);
+/* MADV_COLLAPSE for a test's setup, asked again while the kernel says EAGAIN. */
+void must_collapse(void *p, size_t len);
 
 /*
  * Run @s (CK_NORMAL) and free it; EXIT_SUCCESS unless a test failed.

@@ -494,7 +494,7 @@ static char *build(const struct scenario *s, uint64_t seed, uint64_t *sum)
 			break;
 		case EXT_HUGE:
 			fill(e, PMD_SZ, seed + (uint64_t)i);
-			must_madvise(e, PMD_SZ, MADV_COLLAPSE);
+			must_collapse(e, PMD_SZ);
 			break;
 		case EXT_NH:
 			fill(e, PMD_SZ, seed + (uint64_t)i);
