@@ -187,9 +187,42 @@ static uint64_t advise_span(const struct thp_target *self, struct advise_span *s
  * run already read, gets this advice: as when it comes just after the
  * call.
  */
+/*
+ * The smaps passes below read through this buffer (they run under
+ * default_lock): one allocated now may be a mapping the allocator makes for
+ * it (ASan's does), which a pass would advise and count among the caller's
+ * mappings.
+ */
+static char smaps_buf[SMAPS_READ_SIZE];
+
+/* Where the vsyscall page lies (x86-64's kernel half): no mapping to advise. */
+#define KERNEL_HALF 0x800000000000ULL
+
+/* The caller's mappings with neither MADV_HUGEPAGE nor MADV_NOHUGEPAGE. */
+static int count_unadvised(uint64_t *n)
+{
+	struct smaps_advice st;
+	struct smaps_reader sr;
+	struct thp_target self;
+	int r;
+
+	*n = 0;
+	r = target_open(THP_SELF, &self);
+	if (!r)
+		r = smaps_open(&sr, &self, smaps_buf, sizeof(smaps_buf));
+	if (r) {
+		target_close(&self);
+		return r;
+	}
+	while ((r = smaps_next_advice(&sr, &st)) == 1)
+		*n += !st.huge && !st.nohuge && st.start < KERNEL_HALF;
+	line_reader_close(&sr.lr);
+	target_close(&self);
+	return r;
+}
+
 static int advise_existing(int advice, uint64_t *changed)
 {
-	static char smaps_buf[SMAPS_READ_SIZE];
 	struct advise_span sp = { 0, 0, 0 };
 	struct smaps_advice st;
 	struct smaps_reader sr;
@@ -200,11 +233,6 @@ static int advise_existing(int advice, uint64_t *changed)
 	r = target_open(THP_SELF, &self);
 	if (r)
 		return r;
-	/*
-	 * A static buffer (this runs under default_lock): one allocated now may
-	 * be a mapping the allocator makes for it (ASan's does), which this
-	 * pass would advise and count among the caller's mappings.
-	 */
 	r = smaps_open(&sr, &self, smaps_buf, sizeof(smaps_buf));
 	if (r) {
 		target_close(&self);
@@ -215,7 +243,7 @@ static int advise_existing(int advice, uint64_t *changed)
 		bool already = advice == MADV_HUGEPAGE ? st.huge : st.nohuge;
 
 		/* The vsyscall page (kernel half) ends every run too. */
-		if (opposite || st.start >= 0x800000000000ULL) {
+		if (opposite || st.start >= KERNEL_HALF) {
 			*changed += advise_span(&self, &sp, advice);
 			continue;
 		}
@@ -233,10 +261,19 @@ static int advise_existing(int advice, uint64_t *changed)
 	return r;
 }
 
-/* PMADV_SET_FORK_EXEC_DEFAULT on the calling process, which also advises all. */
+/*
+ * PMADV_SET_FORK_EXEC_DEFAULT on the calling process.  The kernel sets the
+ * default with each vector entry it advises without error, and advises
+ * what the entry covers: one scratch page, mapped for the call, so that no
+ * mapping of the caller is touched here (PMADV_ENTIRE_ADDRESS_SPACE would
+ * advise every one, those advised the other way and under
+ * THP_DEFAULT_F_NO_EXISTING too); advise_existing() does the documented part.
+ */
 static int pmadv_set_default(int advice)
 {
+	size_t len = caps_get()->page_size;
 	struct thp_target self;
+	struct iovec one;
 	long r;
 	int err;
 
@@ -247,12 +284,16 @@ static int pmadv_set_default(int advice)
 		target_close(&self);
 		return err;
 	}
-	/* One entry spanning everything. */
-	r = sys_process_madvise(self.pidfd, NULL, (size_t)-1, advice,
-				PMADV_SET_FORK_EXEC_DEFAULT | PMADV_ENTIRE_ADDRESS_SPACE |
-					PMADV_SKIP_ERRORS);
+	one.iov_len = len;
+	one.iov_base = sys_mmap_anon(NULL, len, PROT_READ | PROT_WRITE);
+	if (!one.iov_base) {
+		target_close(&self);
+		return -ENOMEM;
+	}
+	r = sys_process_madvise(self.pidfd, &one, 1, advice, PMADV_SET_FORK_EXEC_DEFAULT);
+	sys_munmap(one.iov_base, len);
 	target_close(&self);
-	return r < 0 ? (int)r : 0;
+	return r < 0 ? (int)r : r == (long)len ? 0 : -EIO;
 }
 
 /* ---- libthp-preload.so (thpctl run --policy huge), doc/preload.md ---- */
@@ -536,25 +577,40 @@ static bool only_advice(int advice, bool huge, bool nohuge)
  * So a forked child's fresh mapping tells what an exec would keep.  For a
  * caller whose own fresh mappings get @advice.
  */
+static int new_mm_child_answer(int advice)
+{
+	pid_t pid = sys_fork_raw();
+
+	if (pid == 0) {
+		bool huge = false, nohuge = false;
+
+		if (fresh_mapping_advice(&huge, &nohuge))
+			sys_exit_group(PROBE_UNKNOWN);
+		sys_exit_group((advice == MADV_HUGEPAGE ? huge : nohuge) ? PROBE_YES : PROBE_NO);
+	}
+	return probe_child_answer(pid);
+}
+
+/*
+ * Two children must agree: on the posted RFC under a loaded TCG guest one
+ * answer in some thousands came out wrong (either way; the cause is not
+ * known).  A child that could not tell, or a disagreement, asks one more,
+ * up to four; then the answer is "cannot tell" (-EIO).
+ */
 static int new_mm_keeps_advice(int advice)
 {
-	int r = -EIO;
+	int last = -EIO;
 
-	/* A child that could not tell (its probe page or smaps read failed): once more. */
-	for (int tries = 0; tries < 2 && r == -EIO; tries++) {
-		pid_t pid = sys_fork_raw();
+	for (int asks = 0; asks < 4; asks++) {
+		int r = new_mm_child_answer(advice);
 
-		if (pid == 0) {
-			bool huge = false, nohuge = false;
-
-			if (fresh_mapping_advice(&huge, &nohuge))
-				sys_exit_group(PROBE_UNKNOWN);
-			sys_exit_group((advice == MADV_HUGEPAGE ? huge : nohuge) ? PROBE_YES
-										  : PROBE_NO);
-		}
-		r = probe_child_answer(pid);
+		if (r == -EIO)
+			continue;
+		if (r < 0 || r == last)
+			return r;
+		last = r;
 	}
-	return r;
+	return -EIO;
 }
 
 /*
@@ -618,7 +674,7 @@ static int set_by_pmadv(struct thp_default_opts *o, int advice, bool want_persis
 	bool huge = false, nohuge = false;
 	int persists, err;
 
-	if (!c->pmadv_set_default || !c->pmadv_entire)
+	if (!c->pmadv_set_default)
 		return -EOPNOTSUPP;
 	err = fresh_mapping_advice(&huge, &nohuge);
 	if (err)
@@ -678,17 +734,35 @@ static long rfc_prctl_handshake(int get)
  */
 static int rfc_prctl_policy = -1;
 
-static int set_by_rfc_prctl(struct thp_default_opts *o, int set, int get)
+/*
+ * The RFC prctl, declared.  *prev gets the policy it had (put back by the
+ * caller if the call fails later).  The kernel with the RFC's fix advises
+ * the existing mappings itself: what it advised counts in
+ * mappings_changed.  A PMADV_SET_FORK_EXEC_DEFAULT default of the other
+ * advice would stay in fresh mappings beside the prctl's (both hg and nh,
+ * where nh wins): it is replaced with this advice through PMADV too.
+ */
+static int set_by_rfc_prctl(struct thp_default_opts *o, int set, int get, long *prev)
 {
 	static const int arg[THP_POLICY_COUNT] = {
 		[THP_POLICY_SYSTEM] = RFC_PR_THP_POLICY_SYSTEM,
 		[THP_POLICY_HUGE] = RFC_PR_THP_POLICY_DEFAULT_HUGE,
 		[THP_POLICY_NOHUGE] = RFC_PR_THP_POLICY_DEFAULT_NOHUGE,
 	};
+	int advice = o->policy == THP_POLICY_HUGE ? MADV_HUGEPAGE : MADV_NOHUGEPAGE;
+	bool advises = o->policy != THP_POLICY_SYSTEM, huge = false, nohuge = false;
+	uint64_t before = 0, after = 0;
 	long r = rfc_prctl_handshake(get);
+	int err;
 
 	if (r < 0)
 		return (int)r;
+	*prev = r;
+	if (advises) {
+		err = count_unadvised(&before);
+		if (err)
+			return err;
+	}
 	r = sys_prctl(set, (unsigned long)arg[o->policy], 0, 0, 0);
 	if (r < 0)
 		return (int)r;
@@ -700,7 +774,30 @@ static int set_by_rfc_prctl(struct thp_default_opts *o, int set, int get)
 	}
 	o->backend_used = THP_BACKEND_PRCTL_POLICY;
 	o->persistent = true;
-	rfc_prctl_policy = (int)o->policy;
+	if (!advises)
+		return 0;
+	err = fresh_mapping_advice(&huge, &nohuge);
+	if (!err && !only_advice(advice, huge, nohuge)) {
+		err = caps_get()->pmadv_set_default ? pmadv_set_default(advice) : -EOPNOTSUPP;
+		if (!err)
+			err = fresh_mapping_advice(&huge, &nohuge);
+		if (!err && !only_advice(advice, huge, nohuge)) {
+			report_set_detail("fresh mappings also get %s, from a default the RFC prctl "
+					  "does not replace",
+					  advice == MADV_HUGEPAGE ? "MADV_NOHUGEPAGE" : "MADV_HUGEPAGE");
+			err = -EOPNOTSUPP;
+		}
+	}
+	if (!err)
+		err = count_unadvised(&after);
+	if (err) {
+		/* Back to where it was: the caller goes on from that state. */
+		sys_prctl(set, (unsigned long)*prev, 0, 0, 0);
+		o->backend_used = THP_BACKEND_AUTO;
+		o->persistent = false;
+		return err;
+	}
+	o->mappings_changed = before > after ? before - after : 0;
 	return 0;
 }
 
@@ -769,8 +866,8 @@ static int set_default_locked(struct thp_default_opts *o)
 	const struct thp_caps *c;
 	preload_control_fn preload;
 	bool want_persistent, preload_in_env;
-	long prev_disable;
-	int set, get, err = -EOPNOTSUPP;
+	long prev_disable, prev_rfc = -1;
+	int set = 0, get = 0, err = -EOPNOTSUPP;
 	int advice;
 
 	report_clear_detail();
@@ -818,7 +915,7 @@ static int set_default_locked(struct thp_default_opts *o)
 
 	if ((o->backend == THP_BACKEND_AUTO || o->backend == THP_BACKEND_PRCTL_POLICY) &&
 	    o->policy != THP_POLICY_NEVER && rfc_prctl_numbers(o, &set, &get))
-		err = set_by_rfc_prctl(o, set, get);
+		err = set_by_rfc_prctl(o, set, get, &prev_rfc);
 	if (err && (o->backend == THP_BACKEND_AUTO || o->backend == THP_BACKEND_PMADV) &&
 	    (o->policy == THP_POLICY_HUGE || o->policy == THP_POLICY_NOHUGE)) {
 		err = set_by_pmadv(o, advice, want_persistent);
@@ -837,26 +934,33 @@ static int set_default_locked(struct thp_default_opts *o)
 			err = 0;
 		}
 	}
-	if (err) {
-		if (prev_disable > 0 && sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 0)
-			sys_prctl(PR_SET_THP_DISABLE, 1,
-				  (unsigned long)prev_disable & PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0);
-		return ret_errno(err);
-	}
 	/*
 	 * The RFC flag can set VM_HUGEPAGE/VM_NOHUGEPAGE as default but has no
-	 * way to clear it: SYSTEM is not reached while fresh mappings still
-	 * get advice.  Say so rather than report success.
+	 * way to clear it, and an undeclared call cannot clear an RFC prctl
+	 * default: SYSTEM is not reached while fresh mappings still get
+	 * advice.  Say so rather than report success.
 	 */
-	if (o->policy == THP_POLICY_SYSTEM && c->pmadv_set_default) {
+	if (!err && o->policy == THP_POLICY_SYSTEM && c->pmadv_set_default) {
 		bool huge = false, nohuge = false;
 
 		if (fresh_mapping_advice(&huge, &nohuge) == 0 && (huge || nohuge)) {
-			report_set_detail("a default set with PMADV_SET_FORK_EXEC_DEFAULT cannot be "
-					  "cleared on this kernel: fresh mappings still get %s",
-					  huge ? "MADV_HUGEPAGE" : "MADV_NOHUGEPAGE");
-			return ret_errno(-EOPNOTSUPP);
+			report_set_detail("fresh mappings still get %s: a default set with "
+					  "PMADV_SET_FORK_EXEC_DEFAULT cannot be cleared on this kernel%s",
+					  huge ? "MADV_HUGEPAGE" : "MADV_NOHUGEPAGE",
+					  o->backend_used == THP_BACKEND_PRCTL_POLICY ? "" :
+					  " (nor, undeclared, an RFC PR_SET_THP_POLICY default)");
+			err = -EOPNOTSUPP;
 		}
+	}
+	/* A call that fails leaves the policy as it found it. */
+	if (err) {
+		if (o->backend_used == THP_BACKEND_PRCTL_POLICY && prev_rfc >= 0)
+			sys_prctl(set, (unsigned long)prev_rfc, 0, 0, 0);
+		if (prev_disable > 0 && sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 0)
+			sys_prctl(PR_SET_THP_DISABLE, 1,
+				  (unsigned long)prev_disable & PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0);
+		o->mappings_changed = 0;
+		return ret_errno(err);
 	}
 	/*
 	 * The preload follows the policy in this process, its forked and its
@@ -871,12 +975,16 @@ static int set_default_locked(struct thp_default_opts *o)
 		if (o->policy != THP_POLICY_HUGE && !preload_in_env)
 			o->persistent = false;
 	}
-	if (o->backend_used != THP_BACKEND_PRCTL_POLICY)
-		rfc_prctl_policy = -1;
+	rfc_prctl_policy = o->backend_used == THP_BACKEND_PRCTL_POLICY ? (int)o->policy : -1;
 	/* HUGE / NOHUGE also advise existing mappings, as both RFCs do. */
 	if ((o->policy == THP_POLICY_HUGE || o->policy == THP_POLICY_NOHUGE) &&
-	    !(o->flags & THP_DEFAULT_F_NO_EXISTING) && o->backend_used != THP_BACKEND_PRCTL_DISABLE)
-		err = advise_existing(advice, &o->mappings_changed);
+	    !(o->flags & THP_DEFAULT_F_NO_EXISTING) && o->backend_used != THP_BACKEND_PRCTL_DISABLE) {
+		uint64_t n = 0;
+
+		/* After those the RFC prctl's kernel advised itself (set_by_rfc_prctl()). */
+		err = advise_existing(advice, &n);
+		o->mappings_changed += n;
+	}
 	return ret_errno(err);
 }
 
