@@ -17,9 +17,16 @@
  *   - the model's VmFlags (hg/nh) for every page, and THPeligible, with
  *     /proc/self/smaps after the call, in the process and in a forked child;
  *   - for COLLAPSE, the truth of each extent (PMD-mapped huge page or not,
- *     from pagemap and kpageflags) against the report.
+ *     from pagemap and kpageflags) against the report;
+ *   - for a policy sequence (1 to 8 thp_set_default()/thp_get_default()
+ *     calls, with and without REQUIRE_PERSISTENT, NO_EXISTING and the RFC
+ *     prctl declared), each answer, PR_GET_THP_DISABLE, the RFC prctl's
+ *     policy, every existing mapping's advice and a fresh mapping's after
+ *     each call, and at the end the state a forked and an exec()ed child
+ *     get; the kernel's part (does a new mm keep a PMADV hg default, does
+ *     the RFC prctl advise existing mappings) is measured with raw calls.
  * A divergence prints the seed and a shrunk reproducer (fewest mappings,
- * fewest ranges), and is replayed with THP_MODEL_SEED=<seed>.
+ * fewest ranges, fewest calls), and is replayed with THP_MODEL_SEED=<seed>.
  *
  * Environment: THP_MODEL_CASES (default: argv[1], else 200),
  * THP_MODEL_FIRST_SEED (default 1), THP_MODEL_SEED (replay one case),
@@ -144,14 +151,15 @@ static void gen_case(struct case_spec *c, uint64_t seed, bool big_ok)
 		c->advice = THP_ADVICE_COLLAPSE;
 	big = big_ok && !collapse && rnd(48) == 0;
 	c->req = !collapse && rnd(7) == 0 ? REQ_ALL : REQ_RANGES;
-	/* Policy sequences: modelled for kernels without the RFC interfaces. */
-	if (!collapse && !pinfo.pmadv_set_default && rnd(6) == 0) {
+	/* Policy sequences, on every kernel (the RFC prctl declared or not). */
+	if (!collapse && rnd(6) == 0) {
 		c->req = REQ_POLICY;
 		c->nr_steps = 1 + rnd(MAX_STEPS);
 		for (size_t i = 0; i < c->nr_steps; i++) {
 			c->steps[i].set = rnd(5) < 3;
 			c->steps[i].policy = (uint32_t)rnd(THP_POLICY_COUNT);
-			c->steps[i].flags = (uint32_t)rnd(4); /* REQUIRE_PERSISTENT, NO_EXISTING */
+			/* REQUIRE_PERSISTENT, NO_EXISTING, RFC_PRCTL (78/79) */
+			c->steps[i].flags = (uint32_t)rnd(8);
 		}
 	}
 	c->flags = (uint32_t)rnd(4);
@@ -883,60 +891,234 @@ static const struct vma *snap_at(uint64_t addr)
 
 static char *self_exe_path;
 
-/* The PR_SET_THP_DISABLE state in a forked and an exec()ed child. */
-static bool check_children_disable(int want)
+/* ---- default policies: the kernel measured, then the sequence ---- */
+
+static struct model_kernel kern;
+static struct model_policy_state start_state;
+
+/* The advice a fresh mapping gets now (MODEL_HG | MODEL_NH), or -1. */
+static int fresh_advice(void)
+{
+	void *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	const struct vma *v;
+	int r = -1;
+
+	if (p == MAP_FAILED)
+		return -1;
+	if (!snap_read(&snap) && (v = snap_at((uint64_t)(uintptr_t)p)))
+		r = (v->hg ? MODEL_HG : 0) | (v->nh ? MODEL_NH : 0);
+	munmap(p, page);
+	return r;
+}
+
+/* What a child says about the kernel, by its exit status (-1: it died). */
+static int child_says(int (*fn)(void))
 {
 	pid_t pid = fork();
 	int st;
 
-	if (pid == 0) {
-		char *argv[] = { self_exe_path, (char *)"--report-disable", NULL };
-
-		if (prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) != want)
-			_exit(100);
-		execv(self_exe_path, argv);
-		_exit(101);
-	}
+	if (pid == 0)
+		_exit(fn());
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
-		return diverge("policy: child died");
-	if (WEXITSTATUS(st) == 100)
-		return diverge("policy: a forked child's PR_GET_THP_DISABLE differs from %d", want);
-	if (WEXITSTATUS(st) != want)
-		return diverge("policy: an exec()ed child's PR_GET_THP_DISABLE is %d, expected %d",
-			       WEXITSTATUS(st), want);
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+/* 1 when a grandchild's fresh mapping gets a PMADV MADV_HUGEPAGE default. */
+static int pmadv_huge_default_survives(void)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	void *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct iovec one = { p, page };
+
+	/* PMADV_SET_FORK_EXEC_DEFAULT (1 << 2): the default, and this page advised. */
+	if (pidfd < 0 || p == MAP_FAILED ||
+	    syscall(SYS_process_madvise, pidfd, &one, 1, MADV_HUGEPAGE, 1u << 2) != (long)page ||
+	    fresh_advice() != MODEL_HG)
+		return 2;
+	return child_says(fresh_advice) == MODEL_HG;
+}
+
+/* 1 when the RFC's PR_SET_THP_POLICY (78) HUGE advises an existing mapping. */
+static int rfc_prctl_advises_existing(void)
+{
+	void *p = mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	const struct vma *v;
+
+	if (p == MAP_FAILED || prctl(78, 0 /* DEFAULT_HUGE */, 0, 0, 0) ||
+	    snap_read(&snap) || !(v = snap_at((uint64_t)(uintptr_t)p)))
+		return 2;
+	return v->hg;
+}
+
+/* The RFC's PR_GET_THP_POLICY (79) answer as a policy; SYSTEM without the RFC. */
+static uint32_t rfc_policy_now(void)
+{
+	long r = kern.rfc_prctl ? prctl(79, 0, 0, 0, 0) : 2;
+
+	return r == 0 ? THP_POLICY_HUGE : r == 1 ? THP_POLICY_NOHUGE : THP_POLICY_SYSTEM;
+}
+
+/*
+ * What the model needs to know about the kernel, measured with raw system
+ * calls, and the state sequences start from.  An RFC prctl policy
+ * inherited (vm_init may have set one) is cleared; a PMADV default cannot
+ * be, so it is part of the start state.
+ */
+static int measure_kernel(void)
+{
+	long g;
+
+	kern.except_advised = pinfo.thp_disable_except_advised;
+	kern.pmadv_default = pinfo.pmadv_set_default;
+	if (kern.pmadv_default) {
+		g = prctl(79, 0, 0, 0, 0);
+		kern.rfc_prctl = g >= 0 && g <= 2;
+		g = child_says(pmadv_huge_default_survives);
+		if (g < 0 || g > 1)
+			return -1;
+		kern.new_mm_keeps_hg = g;
+		if (kern.rfc_prctl) {
+			g = child_says(rfc_prctl_advises_existing);
+			if (g < 0 || g > 1)
+				return -1;
+			kern.prctl_advises = g;
+			if (rfc_policy_now() != THP_POLICY_SYSTEM && prctl(78, 2, 0, 0, 0))
+				return -1;
+		}
+	}
+	start_state.disable = (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	start_state.rfc = THP_POLICY_SYSTEM;
+	start_state.last_prctl = -1;
+	g = fresh_advice();
+	if (g < 0)
+		return -1;
+	start_state.def = (unsigned int)g;
+	return 0;
+}
+
+/* --report-state: PR_GET_THP_DISABLE | fresh advice << 2, as an exec()ed child says it. */
+static int report_state(void)
+{
+	int f = fresh_advice();
+
+	return f < 0 ? 64 : (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) | f << 2;
+}
+
+static int exec_report_state(void)
+{
+	char *argv[] = { self_exe_path, (char *)"--report-state", NULL };
+
+	execv(self_exe_path, argv);
+	return 65;
+}
+
+/* The state in a forked and an exec()ed child: what model_new_mm() says. */
+static bool check_children(const struct model_policy_state *s)
+{
+	struct model_policy_state child;
+	int want, forked = child_says(report_state), execed = child_says(exec_report_state);
+
+	model_new_mm(&kern, s, &child);
+	want = child.disable | (int)model_fresh(&child) << 2;
+	if (forked != want || execed != want)
+		return diverge("policy: a forked child says disable %d fresh hg/nh %d, an exec()ed "
+			       "one disable %d fresh %d; the model: disable %d fresh %d",
+			       forked & 3, forked >> 2, execed & 3, execed >> 2, want & 3, want >> 2);
 	return true;
 }
 
-static bool run_policy(const struct case_spec *c)
+/*
+ * A sanitizer's runtime maps, unmaps and maps again memory of its own
+ * (its allocator's regions) whenever it runs: under one, only the case's
+ * arena and the probe mapping are the checker's to judge, and mappings
+ * that appear during a call may have been advised by it.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#else
+#define UNDER_SANITIZER 0
+#endif
+
+static uint64_t judged_lo, judged_hi; /* under a sanitizer: [lo, hi) holds the case's mappings */
+
+/*
+ * After a call: every mapping there before has the advice the model gives
+ * it.  Returns false on a divergence; *appeared counts the mappings that
+ * came with the call and carry @advises (a sanitizer's, see above).
+ */
+static bool check_existing(size_t step, unsigned int advises, uint64_t *appeared)
 {
+	*appeared = 0;
+	if (snap_read(&snap))
+		return diverge("cannot read smaps");
+	for (size_t k = 0; UNDER_SANITIZER && advises && k < snap.n; k++) {
+		const struct vma *w = &snap.v[k];
+		bool old = w->vsyscall;
+
+		for (size_t i = 0; i < prev.n && !old; i++)
+			old = w->start < prev.v[i].end && prev.v[i].start < w->end;
+		*appeared += !old && ((w->hg ? MODEL_HG : 0) | (w->nh ? MODEL_NH : 0)) == advises;
+	}
+	for (size_t k = 0; k < prev.n; k++) {
+		const struct vma *v = &prev.v[k], *w = v->vsyscall ? NULL : snap_at(v->start);
+		unsigned int want = (v->hg ? MODEL_HG : 0) | (v->nh ? MODEL_NH : 0);
+
+		if (!w || (UNDER_SANITIZER && (v->start < judged_lo || v->end > judged_hi)))
+			continue;
+		if (!want)
+			want = advises;
+		if (((w->hg ? MODEL_HG : 0) | (w->nh ? MODEL_NH : 0)) != want)
+			return diverge("policy call %zu: the existing mapping at 0x%" PRIx64
+				       " (hg=%d nh=%d before) has hg=%d nh=%d, the model %s", step,
+				       v->start, v->hg, v->nh, w->hg, w->nh,
+				       want == MODEL_HG ? "hg" : want == MODEL_NH ? "nh" : "no advice");
+	}
+	return true;
+}
+
+static bool run_policy(const struct case_spec *c, uint64_t arena_base)
+{
+	/* An existing mapping without advice, whatever the layout left. */
 	char *probe_map = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	int disable = (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	struct model_policy_state s = start_state;
 
 	if (probe_map == MAP_FAILED)
 		return diverge("mmap: %s", strerror(errno));
+	judged_lo = (uint64_t)(uintptr_t)probe_map;
+	judged_hi = judged_lo + 4 * MiB;
+	if (arena_base) {
+		judged_lo = arena_base < judged_lo ? arena_base : judged_lo;
+		judged_hi = arena_base + c->arena_pages * page > judged_hi ?
+			    arena_base + c->arena_pages * page : judged_hi;
+	}
 	for (size_t i = 0; i < c->nr_steps; i++) {
 		const struct policy_step *st = &c->steps[i];
 		THP_OPTS(thp_default_opts, o, .policy = st->policy, .flags = st->flags);
 		struct model_policy_answer m;
-		uint64_t n = 0;
-		const struct vma *v;
-		int ret, thp_enabled;
+		uint64_t n = 0, appeared, want_lo, want_hi;
+		int ret, thp_enabled, fresh;
 		long now;
 
 		if (snap_read(&snap))
 			return diverge("cannot read smaps");
+		memcpy(prev.v, snap.v, snap.n * sizeof(*snap.v));
+		prev.n = snap.n;
 		/* thp_set_default(3): existing mappings that carry no advice yet. */
 		for (size_t k = 0; k < snap.n; k++)
 			n += !snap.v[k].vsyscall && !snap.v[k].hg && !snap.v[k].nh;
 		ret = st->set ? thp_set_default(&o) : thp_get_default(&o);
-		model_policy_step(pinfo.thp_disable_except_advised, &disable, st->set, st->policy,
-				  st->flags, &m);
+		model_policy_step(&kern, &s, st->set, st->policy, st->flags, &m);
+		if (!check_existing(i, m.advises_existing, &appeared))
+			return false;
+		want_lo = m.advises_existing ? n : 0;
+		want_hi = m.advises_existing ? n + appeared : 0;
 		if (ret != m.ret || (!ret && (o.backend_used != m.backend_used ||
 					      o.persistent != m.persistent ||
 					      (!st->set && o.policy != m.policy) ||
-					      (st->set && o.mappings_changed !=
-							  (m.advises_existing ? n : 0)))))
+					      (st->set && (o.mappings_changed < want_lo ||
+							   o.mappings_changed > want_hi)))))
 			return diverge("policy call %zu (%s %s flags 0x%x): library ret %d policy %s "
 				       "backend %s persistent %d changed %" PRIu64 "; model ret %d "
 				       "policy %s backend %s persistent %d changed %" PRIu64 " (%s)",
@@ -947,22 +1129,23 @@ static bool run_policy(const struct case_spec *c)
 				       thp_backend_name(m.backend_used), m.persistent,
 				       m.advises_existing ? n : 0, thp_strerror_detail());
 		now = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
-		if (now != disable)
+		if (now != s.disable)
 			return diverge("policy call %zu: PR_GET_THP_DISABLE %ld, the model %d", i, now,
-				       disable);
+				       s.disable);
 		thp_enabled = status_thp_enabled();
-		if (thp_enabled >= 0 && thp_enabled != (disable != MODEL_THP_DISABLED))
+		if (thp_enabled >= 0 && thp_enabled != (s.disable != MODEL_THP_DISABLED))
 			return diverge("policy call %zu: THP_enabled: %d with PR_GET_THP_DISABLE %d",
-				       i, thp_enabled, disable);
-		if (m.advises_existing && !ret) {
-			if (snap_read(&snap) || !(v = snap_at((uint64_t)(uintptr_t)probe_map)))
-				return diverge("cannot read smaps");
-			if (!v->hg || v->nh)
-				return diverge("policy call %zu: an existing mapping has hg=%d nh=%d "
-					       "after HUGE", i, v->hg, v->nh);
-		}
+				       i, thp_enabled, s.disable);
+		if (kern.rfc_prctl && rfc_policy_now() != s.rfc)
+			return diverge("policy call %zu: PR_GET_THP_POLICY says %s, the model %s", i,
+				       thp_policy_name(rfc_policy_now()), thp_policy_name(s.rfc));
+		fresh = fresh_advice();
+		if (fresh != (int)model_fresh(&s))
+			return diverge("policy call %zu: a fresh mapping has hg=%d nh=%d, the model "
+				       "hg=%d nh=%d", i, fresh & MODEL_HG, !!(fresh & MODEL_NH),
+				       model_fresh(&s) & MODEL_HG, !!(model_fresh(&s) & MODEL_NH));
 	}
-	return check_children_disable(disable);
+	return check_children(&s);
 }
 
 /* A forced backend the kernel lacks: -EOPNOTSUPP, and nothing changes. */
@@ -1011,7 +1194,7 @@ static void run_child(const struct case_spec *c, const struct run_cfg *r, uint64
 		goto out;
 	}
 	if (c->req == REQ_POLICY)
-		ok = run_policy(c);
+		ok = run_policy(c, base);
 	else if (!backend_offered(c, r->backend))
 		ok = run_refused(c, r, &a);
 	else if (c->req == REQ_ALL)
@@ -1151,6 +1334,23 @@ static void shrink(struct case_spec *c, char *msg, size_t cap)
 			c->ranges[i] = saved;
 			c->nr_ranges++;
 		}
+		/* Fewest calls: a policy sequence without each call in turn. */
+		for (size_t i = 0; c->nr_steps > 1 && i < c->nr_steps; i++) {
+			struct policy_step saved = c->steps[i];
+
+			memmove(c->steps + i, c->steps + i + 1,
+				(c->nr_steps - i - 1) * sizeof(*c->steps));
+			c->nr_steps--;
+			if (run_case(c, m2, sizeof(m2)) == 1) {
+				snprintf(msg, cap, "%s", m2);
+				progress = true;
+				i--;
+				continue;
+			}
+			memmove(c->steps + i + 1, c->steps + i, (c->nr_steps - i) * sizeof(*c->steps));
+			c->steps[i] = saved;
+			c->nr_steps++;
+		}
 		for (size_t i = 0; i < c->nr_maps; i++) {
 			struct map_spec saved = c->maps[i];
 
@@ -1261,14 +1461,25 @@ int main(int argc, char **argv)
 	struct utsname u;
 	char msg[1200];
 
-	if (argc > 1 && !strcmp(argv[1], "--report-disable"))
-		return (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	/* Room for every mapping a case has (10,000 ranges split at most that many). */
+	snap.cap = 1u << 16;
+	snap.v = malloc(snap.cap * sizeof(*snap.v));
+	prev.cap = snap.cap;
+	prev.v = malloc(prev.cap * sizeof(*prev.v));
+	if (!snap.v || !prev.v)
+		return 1;
+	if (argc > 1 && !strcmp(argv[1], "--report-state"))
+		return report_state();
 	self_exe_path = realpath("/proc/self/exe", NULL);
 	verbose = env_u64("THP_MODEL_VERBOSE", 0) != 0;
-	page = (size_t)sysconf(_SC_PAGESIZE);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (probe()) {
 		fprintf(stderr, "thp_model: thp_probe() failed\n");
+		return 1;
+	}
+	if (measure_kernel()) {
+		fprintf(stderr, "thp_model: cannot measure the kernel's default-policy behaviour\n");
 		return 1;
 	}
 	pmd = pinfo.pmd_size ? pinfo.pmd_size : 2 * MiB;
@@ -1281,16 +1492,12 @@ int main(int argc, char **argv)
 		cases = 1;
 	}
 	printf("thp_model: kernel %s, THP mode %u, backends 0x%x, PROCMAP_QUERY %d, guard %d, "
-	       "mseal %d, COLLAPSE truth %d; seeds %" PRIu64 "..%" PRIu64 "\n", u.release,
-	       pinfo.thp_mode, pinfo.backends, pinfo.procmap_query, have_guard, have_mseal,
-	       have_pfn, first, first + cases - 1);
-	/* Room for every mapping a case has (10,000 ranges split at most that many). */
-	snap.cap = 1u << 16;
-	snap.v = malloc(snap.cap * sizeof(*snap.v));
-	prev.cap = snap.cap;
-	prev.v = malloc(prev.cap * sizeof(*prev.v));
-	if (!snap.v || !prev.v)
-		return 1;
+	       "mseal %d, COLLAPSE truth %d; defaults: PMADV %d, RFC prctl %d, a new mm keeps "
+	       "hg %d, the prctl advises existing %d, start state disable %d fresh %u; seeds %"
+	       PRIu64 "..%" PRIu64 "\n", u.release, pinfo.thp_mode, pinfo.backends,
+	       pinfo.procmap_query, have_guard, have_mseal, have_pfn, kern.pmadv_default,
+	       kern.rfc_prctl, kern.new_mm_keeps_hg, kern.prctl_advises, start_state.disable,
+	       start_state.def, first, first + cases - 1);
 	kpageflags_fd = open("/proc/kpageflags", O_RDONLY | O_CLOEXEC);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (uint64_t seed = first; seed < first + cases; seed++) {

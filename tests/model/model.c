@@ -244,56 +244,158 @@ void model_apply_all(struct model_arena *a, size_t nr_vmas, uint64_t bytes, int 
 			advise_page(&a->page[p], advice);
 }
 
-void model_policy_step(bool except_advised, int *disable, bool set, uint32_t policy,
-		       uint32_t flags, struct model_policy_answer *out)
+/* ---- default policies ---- */
+
+static unsigned int advice_of(uint32_t policy)
 {
+	return policy == THP_POLICY_HUGE ? MODEL_HG : policy == THP_POLICY_NOHUGE ? MODEL_NH : 0;
+}
+
+unsigned int model_fresh(const struct model_policy_state *s)
+{
+	/* The RFC kernels: a new VMA gets mm->def_flags, and the prctl's policy on top. */
+	return s->def | advice_of(s->rfc);
+}
+
+void model_new_mm(const struct model_kernel *k, const struct model_policy_state *s,
+		  struct model_policy_state *child)
+{
+	/*
+	 * fork() and execve() keep PR_SET_THP_DISABLE and the RFC prctl's
+	 * policy; of mm->def_flags only what VM_INIT_DEF_MASK holds: nh on
+	 * the posted RFC, hg too with its fix (shared/kernels/README.md).
+	 */
+	*child = *s;
+	if (s->def == MODEL_HG && !k->new_mm_keeps_hg)
+		child->def = 0;
+}
+
+static void model_get(const struct model_kernel *k, const struct model_policy_state *s,
+		      uint32_t flags, struct model_policy_answer *out)
+{
+	struct model_policy_state child;
+	unsigned int fresh = model_fresh(s);
+
+	/*
+	 * thp_get_default(3): PR_GET_THP_DISABLE first; then the RFC prctl
+	 * when declared; then the advice of a fresh mapping, persistent when a
+	 * forked child's fresh mapping gets it too, named PRCTL_POLICY when the
+	 * process set that policy through the RFC prctl, else PMADV.
+	 */
+	out->persistent = true;
+	if (s->disable) {
+		out->policy = s->disable == MODEL_THP_EXCEPT_ADVISED ? THP_POLICY_NOHUGE
+								     : THP_POLICY_NEVER;
+		out->backend_used = THP_BACKEND_PRCTL_DISABLE;
+		return;
+	}
+	if ((flags & THP_DEFAULT_F_RFC_PRCTL) && k->rfc_prctl && s->rfc != THP_POLICY_SYSTEM) {
+		out->policy = s->rfc;
+		out->backend_used = THP_BACKEND_PRCTL_POLICY;
+		return;
+	}
+	if (!fresh) {
+		out->policy = THP_POLICY_SYSTEM;
+		out->backend_used = THP_BACKEND_AUTO;
+		return;
+	}
+	out->policy = fresh & MODEL_HG ? THP_POLICY_HUGE : THP_POLICY_NOHUGE;
+	out->backend_used = s->last_prctl == (int)out->policy ? THP_BACKEND_PRCTL_POLICY
+							     : THP_BACKEND_PMADV;
+	model_new_mm(k, s, &child);
+	out->persistent = (model_fresh(&child) & advice_of(out->policy)) != 0;
+}
+
+/*
+ * thp_set_default(3), "Mechanisms": the RFC prctl when declared (not for
+ * NEVER), PMADV_SET_FORK_EXEC_DEFAULT for HUGE and NOHUGE, PR_SET_THP_DISABLE
+ * for the rest, and for HUGE the existing mappings only.  Returns true
+ * when one of them took the call.
+ */
+static bool model_mechanism(const struct model_kernel *k, struct model_policy_state *s,
+			    uint32_t policy, uint32_t flags, struct model_policy_answer *out)
+{
+	unsigned int adv = advice_of(policy);
+	bool declared = (flags & THP_DEFAULT_F_RFC_PRCTL) && k->rfc_prctl;
+	bool require = flags & THP_DEFAULT_F_REQUIRE_PERSISTENT;
+
+	if (policy != THP_POLICY_NEVER && declared) {
+		/*
+		 * The kernel with the RFC's fix advises the existing mappings
+		 * when the policy changes; a PMADV default of the other advice
+		 * is replaced, or fresh mappings would get both.
+		 */
+		if (adv && k->prctl_advises && s->rfc != policy)
+			out->advises_existing = adv;
+		s->rfc = policy;
+		if (adv && s->def && s->def != adv)
+			s->def = adv;
+		out->backend_used = THP_BACKEND_PRCTL_POLICY;
+		out->persistent = true;
+		return true;
+	}
+	if (adv && k->pmadv_default && !(advice_of(s->rfc) & ~adv)) {
+		/* Persistent: a new mm's fresh mappings get the advice too. */
+		struct model_policy_state t = *s, child;
+		bool persists;
+
+		t.def = adv;
+		model_new_mm(k, &t, &child);
+		persists = (model_fresh(&child) & adv) != 0;
+		if (!require || persists) {
+			s->def = adv;
+			out->backend_used = THP_BACKEND_PMADV;
+			out->persistent = persists;
+			return true;
+		}
+	}
+	if (policy != THP_POLICY_HUGE) {
+		/* "before 6.18, THP_POLICY_NOHUGE fails with -EOPNOTSUPP". */
+		if (policy == THP_POLICY_NOHUGE && !k->except_advised)
+			return false;
+		s->disable = policy == THP_POLICY_NEVER    ? MODEL_THP_DISABLED :
+			     policy == THP_POLICY_NOHUGE   ? MODEL_THP_EXCEPT_ADVISED :
+							     MODEL_THP_ENABLED;
+		out->backend_used = THP_BACKEND_PRCTL_DISABLE;
+		out->persistent = true;
+		return true;
+	}
+	/* HUGE "on mainline only advises the existing mappings", persistent = false. */
+	if (require)
+		return false;
+	out->backend_used = THP_BACKEND_EXISTING_ONLY;
+	out->persistent = false;
+	return true;
+}
+
+void model_policy_step(const struct model_kernel *k, struct model_policy_state *s, bool set,
+		       uint32_t policy, uint32_t flags, struct model_policy_answer *out)
+{
+	struct model_policy_state before = *s;
+
 	memset(out, 0, sizeof(*out));
 	if (!set) {
-		/* thp_get_default(3): PR_GET_THP_DISABLE first, then a fresh mapping. */
-		out->persistent = true;
-		if (*disable) {
-			out->policy = *disable == MODEL_THP_EXCEPT_ADVISED ? THP_POLICY_NOHUGE
-									   : THP_POLICY_NEVER;
-			out->backend_used = THP_BACKEND_PRCTL_DISABLE;
-		} else {
-			/* Without the RFC nothing gives fresh mappings advice. */
-			out->policy = THP_POLICY_SYSTEM;
-			out->backend_used = THP_BACKEND_AUTO;
-		}
+		model_get(k, s, flags, out);
 		return;
 	}
-	switch (policy) {
-	case THP_POLICY_SYSTEM:
-	case THP_POLICY_NEVER:
-		/* "On mainline 6.18, SYSTEM (clear PR_SET_THP_DISABLE) ... NEVER ... are persistent." */
-		*disable = policy == THP_POLICY_NEVER ? MODEL_THP_DISABLED : MODEL_THP_ENABLED;
-		out->backend_used = THP_BACKEND_PRCTL_DISABLE;
-		out->persistent = true;
-		return;
-	case THP_POLICY_NOHUGE:
-		/* "before 6.18, THP_POLICY_NOHUGE fails with -EOPNOTSUPP" (state kept). */
-		if (!except_advised) {
-			out->ret = -EOPNOTSUPP;
-			return;
-		}
-		*disable = MODEL_THP_EXCEPT_ADVISED;
-		out->backend_used = THP_BACKEND_PRCTL_DISABLE;
-		out->persistent = true;
-		return;
-	default:
-		/*
-		 * HUGE "needs an RFC kernel; on mainline it only advises the
-		 * existing mappings and reports persistent = false, or fails
-		 * with -EOPNOTSUPP under THP_DEFAULT_F_REQUIRE_PERSISTENT".
-		 * A disable left by NEVER/NOHUGE would hide it: it is cleared.
-		 */
-		if (flags & THP_DEFAULT_F_REQUIRE_PERSISTENT) {
-			out->ret = -EOPNOTSUPP;
-			return;
-		}
-		*disable = MODEL_THP_ENABLED;
-		out->backend_used = THP_BACKEND_EXISTING_ONLY;
-		out->advises_existing = !(flags & THP_DEFAULT_F_NO_EXISTING);
+	/* A disable left by NEVER/NOHUGE would hide any other policy: it is cleared. */
+	if (policy != THP_POLICY_NEVER)
+		s->disable = MODEL_THP_ENABLED;
+	/*
+	 * "After a default set with PMADV_SET_FORK_EXEC_DEFAULT, setting
+	 * THP_POLICY_SYSTEM fails with -EOPNOTSUPP": so does any SYSTEM that
+	 * leaves fresh mappings advised.  A call that fails changes nothing.
+	 */
+	if (!model_mechanism(k, s, policy, flags, out) ||
+	    (policy == THP_POLICY_SYSTEM && k->pmadv_default && model_fresh(s))) {
+		*s = before;
+		memset(out, 0, sizeof(*out));
+		out->ret = -EOPNOTSUPP;
 		return;
 	}
+	s->last_prctl = out->backend_used == THP_BACKEND_PRCTL_POLICY ? (int)policy : -1;
+	/* "HUGE and NOHUGE also advise the existing mappings unless NO_EXISTING". */
+	if (advice_of(policy) && !(flags & THP_DEFAULT_F_NO_EXISTING) &&
+	    out->backend_used != THP_BACKEND_PRCTL_DISABLE)
+		out->advises_existing = advice_of(policy);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The reference model of libthp's documented semantics (README "Error
- * semantics", thp.h, thp_apply_ranges(3), thp_apply_all(3)), written from
- * the documents alone: no code of the library's engine is used here.
+ * semantics", thp.h, thp_apply_ranges(3), thp_apply_all(3),
+ * thp_set_default(3)), written from the documents alone: no code of the
+ * library's engine is used here.
  *
  * The memory it reasons about is an arena of pages, each unmapped or
  * mapped with its VmFlags hg/nh.  Given that state, a request and the
@@ -10,6 +11,9 @@
  * field, the counts of thp_apply_all() and the VmFlags every page ends
  * with.  For COLLAPSE, where the kernel decides, it says per extent what
  * is allowed and takes the truth (is the extent huge now?) as an input.
+ * For default policies it keeps the kernel state a policy lives in
+ * (PR_SET_THP_DISABLE, the PMADV default in mm->def_flags, the RFC prctl's
+ * policy) and says what each call answers and leaves.
  */
 #ifndef THP_MODEL_H
 #define THP_MODEL_H
@@ -98,25 +102,52 @@ struct model_all {
 void model_apply_all(struct model_arena *a, size_t nr_vmas, uint64_t bytes, int advice,
 		     struct model_all *out);
 
-#endif
-
-/* ---- default policies (thp_set_default(3)), on kernels without the RFC ---- */
+/* ---- default policies (thp_set_default(3), thp_get_default(3)) ---- */
 
 /* The process's PR_SET_THP_DISABLE state, as PR_GET_THP_DISABLE returns it. */
 enum { MODEL_THP_ENABLED = 0, MODEL_THP_DISABLED = 1, MODEL_THP_EXCEPT_ADVISED = 3 };
+
+/* Advice as VmFlags show it: a bit set. */
+enum { MODEL_HG = 1u << 0, MODEL_NH = 1u << 1 };
+
+/* What the kernel offers for default policies (measured by the checker). */
+struct model_kernel {
+	bool except_advised;  /* PR_THP_DISABLE_EXCEPT_ADVISED (6.18+) */
+	bool pmadv_default;   /* PMADV_SET_FORK_EXEC_DEFAULT (an RFC kernel) */
+	bool rfc_prctl;       /* PR_SET_THP_POLICY at 78/79 (an RFC kernel) */
+	bool new_mm_keeps_hg; /* a new mm keeps a MADV_HUGEPAGE default (the RFC's fix) */
+	bool prctl_advises;   /* PR_SET_THP_POLICY advises existing mappings (the RFC's fix) */
+};
+
+/* The default-policy state of a process's mm. */
+struct model_policy_state {
+	int disable;        /* MODEL_THP_* */
+	unsigned int def;   /* mm->def_flags advice from PMADV: MODEL_HG, MODEL_NH or 0 */
+	uint32_t rfc;       /* the RFC prctl's policy: SYSTEM, HUGE or NOHUGE */
+	int last_prctl;     /* the policy the process last set through the RFC prctl, or -1 */
+};
+
+/* The advice a fresh mapping gets (MODEL_HG | MODEL_NH). */
+unsigned int model_fresh(const struct model_policy_state *s);
+
+/* The state of a new mm, after fork() or execve(). */
+void model_new_mm(const struct model_kernel *k, const struct model_policy_state *s,
+		  struct model_policy_state *child);
 
 struct model_policy_answer {
 	int ret;
 	uint32_t policy;        /* get: the answer */
 	uint32_t backend_used;
 	bool persistent;
-	bool advises_existing;  /* set: existing mappings without advice get MADV_HUGEPAGE */
+	/* set: existing mappings without advice get this advice (MODEL_HG/NH), or 0 */
+	unsigned int advises_existing;
 };
 
 /*
  * One thp_set_default() (@set) or thp_get_default() of the calling process
- * with backend AUTO, on a kernel without the RFC interfaces (@except_advised:
- * it has PR_THP_DISABLE_EXCEPT_ADVISED, 6.18+).  Updates *disable.
+ * with backend AUTO; updates *s.
  */
-void model_policy_step(bool except_advised, int *disable, bool set, uint32_t policy,
-		       uint32_t flags, struct model_policy_answer *out);
+void model_policy_step(const struct model_kernel *k, struct model_policy_state *s, bool set,
+		       uint32_t policy, uint32_t flags, struct model_policy_answer *out);
+
+#endif

@@ -2003,10 +2003,16 @@ static bool model_only;
  * Seeds replayed on top, each a divergence the checker found in a guest:
  * 29 is issue 11's defect 2 on the RFC kernels (thp_apply_all() through
  * PMADV_ENTIRE_ADDRESS_SPACE counted 39 mappings of 41, after the merge).
- * A seed builds its case from what the kernel offers, so elsewhere it is
- * just one more random case.
+ * Policy sequences on the RFC kernels: 45, a PMADV default set through
+ * PMADV_ENTIRE_ADDRESS_SPACE advised every mapping itself and reported
+ * mappings_changed 0; 50, it advised them under THP_DEFAULT_F_NO_EXISTING
+ * too; 104, NOHUGE (RFC prctl), NEVER, then SYSTEM failed and left
+ * PR_SET_THP_DISABLE cleared.  A seed builds its case from what the
+ * kernel offers, so elsewhere it is just one more random case.
  */
-static const char *const vm_model_regressions[] = { "THP_MODEL_SEED=29" };
+static const char *const vm_model_regressions[] = { "THP_MODEL_SEED=29", "THP_MODEL_SEED=45",
+						    "THP_MODEL_SEED=50",
+						    "THP_MODEL_SEED=104" };
 
 /* One thp_model run; its summary line, and on failure everything it printed. */
 static void model_run(char *const envp[])
