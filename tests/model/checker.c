@@ -1288,6 +1288,37 @@ static int run_case(const struct case_spec *c, char *msg, size_t cap)
 
 /* ---- shrinking: fewest mappings, fewest ranges, same divergence ---- */
 
+/*
+ * Each of the *nr items of @items (ranges or calls) left out in turn, and
+ * kept out while the case still diverges; at least one stays.  True when
+ * one was dropped.
+ */
+static bool drop_each(struct case_spec *c, void *items, size_t *nr, size_t size, char *msg,
+		      size_t cap)
+{
+	unsigned char saved[32], *it = items;
+	bool dropped = false;
+	char m2[1200];
+
+	if (size > sizeof(saved))
+		return false;
+	for (size_t i = 0; *nr > 1 && i < *nr; i++) {
+		memcpy(saved, it + i * size, size);
+		memmove(it + i * size, it + (i + 1) * size, (*nr - i - 1) * size);
+		(*nr)--;
+		if (run_case(c, m2, sizeof(m2)) == 1) {
+			snprintf(msg, cap, "%s", m2);
+			dropped = true;
+			i--;
+			continue;
+		}
+		memmove(it + (i + 1) * size, it + i * size, (*nr - i) * size);
+		memcpy(it + i * size, saved, size);
+		(*nr)++;
+	}
+	return dropped;
+}
+
 static void shrink(struct case_spec *c, char *msg, size_t cap)
 {
 	char m2[1200];
@@ -1317,40 +1348,10 @@ static void shrink(struct case_spec *c, char *msg, size_t cap)
 			c->nr_ranges = keep; /* ranges now rotated: the set is the same */
 			break;
 		}
-		for (size_t i = 0; c->nr_ranges > 1 && i < c->nr_ranges && c->nr_ranges <= 64; i++) {
-			struct thp_range saved = c->ranges[i];
-
-			memmove(c->ranges + i, c->ranges + i + 1,
-				(c->nr_ranges - i - 1) * sizeof(*c->ranges));
-			c->nr_ranges--;
-			if (run_case(c, m2, sizeof(m2)) == 1) {
-				snprintf(msg, cap, "%s", m2);
-				progress = true;
-				i--;
-				continue;
-			}
-			memmove(c->ranges + i + 1, c->ranges + i,
-				(c->nr_ranges - i) * sizeof(*c->ranges));
-			c->ranges[i] = saved;
-			c->nr_ranges++;
-		}
+		if (c->nr_ranges <= 64)
+			progress |= drop_each(c, c->ranges, &c->nr_ranges, sizeof(*c->ranges), msg, cap);
 		/* Fewest calls: a policy sequence without each call in turn. */
-		for (size_t i = 0; c->nr_steps > 1 && i < c->nr_steps; i++) {
-			struct policy_step saved = c->steps[i];
-
-			memmove(c->steps + i, c->steps + i + 1,
-				(c->nr_steps - i - 1) * sizeof(*c->steps));
-			c->nr_steps--;
-			if (run_case(c, m2, sizeof(m2)) == 1) {
-				snprintf(msg, cap, "%s", m2);
-				progress = true;
-				i--;
-				continue;
-			}
-			memmove(c->steps + i + 1, c->steps + i, (c->nr_steps - i) * sizeof(*c->steps));
-			c->steps[i] = saved;
-			c->nr_steps++;
-		}
+		progress |= drop_each(c, c->steps, &c->nr_steps, sizeof(*c->steps), msg, cap);
 		for (size_t i = 0; i < c->nr_maps; i++) {
 			struct map_spec saved = c->maps[i];
 
