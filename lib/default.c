@@ -117,10 +117,18 @@ static int fresh_mapping_advice(bool *huge, bool *nohuge)
 	void *p = NULL;
 	int r;
 
+	/*
+	 * Shared: a new private mapping next to one with the same flags is
+	 * merged into it, and on the RFC kernels a merged one does not get
+	 * the RFC prctl's policy (only a new VMA does), so the probe would
+	 * read "no advice" wherever it lands beside such a mapping.  A shared
+	 * anonymous mapping is never merged; it gets mm->def_flags and the
+	 * policy as a private one does.
+	 */
 	for (size_t i = 0; i < ARRAY_LEN(low) && !p; i++)
-		p = sys_mmap_anon((void *)low[i], len, PROT_READ | PROT_WRITE);
+		p = sys_mmap_anon_flags((void *)low[i], len, PROT_READ | PROT_WRITE, MAP_SHARED);
 	if (!p)
-		p = sys_mmap_anon(NULL, len, PROT_READ | PROT_WRITE);
+		p = sys_mmap_anon_flags(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED);
 	if (!p)
 		return -ENOMEM;
 	memset(&q, 0, sizeof(q));
@@ -591,26 +599,14 @@ static int new_mm_child_answer(int advice)
 	return probe_child_answer(pid);
 }
 
-/*
- * Two children must agree: on the posted RFC under a loaded TCG guest one
- * answer in some thousands came out wrong (either way; the cause is not
- * known).  A child that could not tell, or a disagreement, asks one more,
- * up to four; then the answer is "cannot tell" (-EIO).
- */
 static int new_mm_keeps_advice(int advice)
 {
-	int last = -EIO;
+	int r = -EIO;
 
-	for (int asks = 0; asks < 4; asks++) {
-		int r = new_mm_child_answer(advice);
-
-		if (r == -EIO)
-			continue;
-		if (r < 0 || r == last)
-			return r;
-		last = r;
-	}
-	return -EIO;
+	/* A child that could not tell (its probe page or smaps read failed): once more. */
+	for (int tries = 0; tries < 2 && r == -EIO; tries++)
+		r = new_mm_child_answer(advice);
+	return r;
 }
 
 /*

@@ -118,7 +118,12 @@ long sys_pread(int fd, void *buf, size_t len, off_t off)
  */
 void *sys_mmap_anon(void *at, size_t len, int prot)
 {
-	int flags = MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0);
+	return sys_mmap_anon_flags(at, len, prot, MAP_PRIVATE);
+}
+
+void *sys_mmap_anon_flags(void *at, size_t len, int prot, int share)
+{
+	int flags = share | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0);
 	int saved_errno = errno;
 	void *p;
 

@@ -31,6 +31,8 @@ long sys_read_file(const char *path, char *buf, size_t len);
  * (MAP_FIXED_NOREPLACE, never over an existing mapping), or NULL.
  */
 void *sys_mmap_anon(void *at, size_t len, int prot);
+/* The same, MAP_PRIVATE or MAP_SHARED as @share says. */
+void *sys_mmap_anon_flags(void *at, size_t len, int prot, int share);
 int sys_munmap(void *addr, size_t len);
 /*
  * A child process for a look at effects that must not touch the caller:

@@ -896,10 +896,15 @@ static char *self_exe_path;
 static struct model_kernel kern;
 static struct model_policy_state start_state;
 
-/* The advice a fresh mapping gets now (MODEL_HG | MODEL_NH), or -1. */
+/*
+ * The advice a fresh mapping gets now (MODEL_HG | MODEL_NH), or -1.  A
+ * shared one: a private one next to a mapping with the same flags is merged
+ * into it, and on the RFC kernels a merged mapping misses the prctl's
+ * policy (the kernel applies it to new VMAs only).
+ */
 static int fresh_advice(void)
 {
-	void *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	const struct vma *v;
 	int r = -1;
 
