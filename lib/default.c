@@ -187,15 +187,6 @@ static uint64_t advise_span(const struct thp_target *self, struct advise_span *s
 }
 
 /*
- * Advise existing mappings not explicitly advised the other way, as both
- * RFCs do: one pass over smaps (the VmFlags tell), and one madvise() for
- * each run of mappings between two advised the other way (at 60,000
- * mappings, one call per mapping cost more than the smaps read).  A mapping
- * another thread advises the other way while the pass goes on, inside a
- * run already read, gets this advice: as when it comes just after the
- * call.
- */
-/*
  * The smaps passes below read through this buffer (they run under
  * default_lock): one allocated now may be a mapping the allocator makes for
  * it (ASan's does), which a pass would advise and count among the caller's
@@ -206,6 +197,18 @@ static char smaps_buf[SMAPS_READ_SIZE];
 /* Where the vsyscall page lies (x86-64's kernel half): no mapping to advise. */
 #define KERNEL_HALF 0x800000000000ULL
 
+/* The calling process's smaps through smaps_buf; nothing to close on failure. */
+static int self_smaps_open(struct smaps_reader *sr, struct thp_target *self)
+{
+	int r = target_open(THP_SELF, self);
+
+	if (!r)
+		r = smaps_open(sr, self, smaps_buf, sizeof(smaps_buf));
+	if (r)
+		target_close(self);
+	return r;
+}
+
 /* The caller's mappings with neither MADV_HUGEPAGE nor MADV_NOHUGEPAGE. */
 static int count_unadvised(uint64_t *n)
 {
@@ -215,13 +218,9 @@ static int count_unadvised(uint64_t *n)
 	int r;
 
 	*n = 0;
-	r = target_open(THP_SELF, &self);
-	if (!r)
-		r = smaps_open(&sr, &self, smaps_buf, sizeof(smaps_buf));
-	if (r) {
-		target_close(&self);
+	r = self_smaps_open(&sr, &self);
+	if (r)
 		return r;
-	}
 	while ((r = smaps_next_advice(&sr, &st)) == 1)
 		*n += !st.huge && !st.nohuge && st.start < KERNEL_HALF;
 	line_reader_close(&sr.lr);
@@ -229,6 +228,15 @@ static int count_unadvised(uint64_t *n)
 	return r;
 }
 
+/*
+ * Advise existing mappings not explicitly advised the other way, as both
+ * RFCs do: one pass over smaps (the VmFlags tell), and one madvise() for
+ * each run of mappings between two advised the other way (at 60,000
+ * mappings, one call per mapping cost more than the smaps read).  A mapping
+ * another thread advises the other way while the pass goes on, inside a
+ * run already read, gets this advice: as when it comes just after the
+ * call.
+ */
 static int advise_existing(int advice, uint64_t *changed)
 {
 	struct advise_span sp = { 0, 0, 0 };
@@ -238,14 +246,9 @@ static int advise_existing(int advice, uint64_t *changed)
 	int r;
 
 	*changed = 0;
-	r = target_open(THP_SELF, &self);
+	r = self_smaps_open(&sr, &self);
 	if (r)
 		return r;
-	r = smaps_open(&sr, &self, smaps_buf, sizeof(smaps_buf));
-	if (r) {
-		target_close(&self);
-		return r;
-	}
 	while ((r = smaps_next_advice(&sr, &st)) == 1) {
 		bool opposite = advice == MADV_HUGEPAGE ? st.nohuge : st.huge;
 		bool already = advice == MADV_HUGEPAGE ? st.huge : st.nohuge;

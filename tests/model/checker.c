@@ -811,6 +811,15 @@ static bool run_ranges_with(const struct case_spec *c, const struct run_cfg *r,
 	return true;
 }
 
+/* Whether @v overlaps a mapping of @s: false for one that appeared since @s was read. */
+static bool overlaps_snapshot(const struct snapshot *s, const struct vma *v)
+{
+	for (size_t k = 0; k < s->n; k++)
+		if (v->start < s->v[k].end && s->v[k].start < v->end)
+			return true;
+	return false;
+}
+
 static bool run_all(const struct case_spec *c, const struct run_cfg *r, struct model_arena *a)
 {
 	THP_OPTS(thp_apply_all_opts, o, .advice = c->advice, .flags = c->flags,
@@ -839,10 +848,8 @@ static bool run_all(const struct case_spec *c, const struct run_cfg *r, struct m
 	if (o.mappings_seen != n && !snap_read(&snap))
 		for (size_t i = 0; i < snap.n; i++) {
 			const struct vma *v = &snap.v[i];
-			bool old = v->vsyscall;
+			bool old = v->vsyscall || overlaps_snapshot(&prev, v);
 
-			for (size_t k = 0; k < prev.n && !old; k++)
-				old = v->start < prev.v[k].end && prev.v[k].start < v->end;
 			if (!old && (v->end <= a->base || v->start >= a->base + a->nr_pages * page)) {
 				n++;
 				bytes += v->end - v->start;
@@ -896,6 +903,12 @@ static char *self_exe_path;
 static struct model_kernel kern;
 static struct model_policy_state start_state;
 
+/* A mapping's advice as the model writes it (MODEL_HG | MODEL_NH). */
+static unsigned int vma_advice(const struct vma *v)
+{
+	return (v->hg ? MODEL_HG : 0) | (v->nh ? MODEL_NH : 0);
+}
+
 /*
  * The advice a fresh mapping gets now (MODEL_HG | MODEL_NH), or -1.  A
  * shared one: a private one next to a mapping with the same flags is merged
@@ -911,7 +924,7 @@ static int fresh_advice(void)
 	if (p == MAP_FAILED)
 		return -1;
 	if (!snap_read(&snap) && (v = snap_at((uint64_t)(uintptr_t)p)))
-		r = (v->hg ? MODEL_HG : 0) | (v->nh ? MODEL_NH : 0);
+		r = (int)vma_advice(v);
 	munmap(p, page);
 	return r;
 }
@@ -1059,21 +1072,19 @@ static bool check_existing(size_t step, unsigned int advises, uint64_t *appeared
 		return diverge("cannot read smaps");
 	for (size_t k = 0; UNDER_SANITIZER && advises && k < snap.n; k++) {
 		const struct vma *w = &snap.v[k];
-		bool old = w->vsyscall;
+		bool old = w->vsyscall || overlaps_snapshot(&prev, w);
 
-		for (size_t i = 0; i < prev.n && !old; i++)
-			old = w->start < prev.v[i].end && prev.v[i].start < w->end;
-		*appeared += !old && ((w->hg ? MODEL_HG : 0) | (w->nh ? MODEL_NH : 0)) == advises;
+		*appeared += !old && vma_advice(w) == advises;
 	}
 	for (size_t k = 0; k < prev.n; k++) {
 		const struct vma *v = &prev.v[k], *w = v->vsyscall ? NULL : snap_at(v->start);
-		unsigned int want = (v->hg ? MODEL_HG : 0) | (v->nh ? MODEL_NH : 0);
+		unsigned int want = vma_advice(v);
 
 		if (!w || (UNDER_SANITIZER && (v->start < judged_lo || v->end > judged_hi)))
 			continue;
 		if (!want)
 			want = advises;
-		if (((w->hg ? MODEL_HG : 0) | (w->nh ? MODEL_NH : 0)) != want)
+		if (vma_advice(w) != want)
 			return diverge("policy call %zu: the existing mapping at 0x%" PRIx64
 				       " (hg=%d nh=%d before) has hg=%d nh=%d, the model %s", step,
 				       v->start, v->hg, v->nh, w->hg, w->nh,
