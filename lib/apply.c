@@ -578,6 +578,43 @@ int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int a
 
 #define APPLY_FLAGS (THP_F_SKIP_ERRORS | THP_F_NO_ERROR_ON_UNMAPPED)
 
+/*
+ * The common call in one system call, without opening a target or
+ * building a context: the own process, HUGE or NOHUGE, the auto backend
+ * already learnt to be process_madvise() with PIDFD_SELF, and ranges that
+ * are the vector within one call's limits.  Returns the range count after
+ * a whole success; -1 sends the call down the general path, which starts
+ * over and explains what failed (advising a range again changes nothing).
+ */
+static int apply_self_one_call(const struct thp_range *ranges, size_t n,
+			       struct thp_apply_opts *opts, uint64_t total)
+{
+	_Atomic(const struct thp_backend_ops *) *slot;
+	const struct thp_caps *c;
+
+	if (!RANGES_ARE_IOVECS || opts->pidfd != THP_SELF || opts->backend != THP_BACKEND_AUTO ||
+	    opts->advice == THP_ADVICE_COLLAPSE || n > IOV_MAX)
+		return -1;
+	slot = self_auto_slot(opts->advice);
+	c = caps_get();
+	if (!slot || atomic_load_explicit(slot, memory_order_relaxed) != &backend_process_madvise_ops ||
+	    !c->pidfd_self || !total || total > THP_MAX_RW_COUNT(c->page_size))
+		return -1;
+	if (sys_process_madvise(c->pidfd_self, (const struct iovec *)(const void *)ranges, n,
+				opts->advice, 0) != (long)total)
+		return -1;
+	for (size_t i = 0; opts->reports && i < n; i++)
+		opts->reports[i] = (struct thp_report){
+			.addr = ranges[i].addr,
+			.len = ranges[i].len,
+			.bytes_advised = ranges[i].len,
+			.backend = THP_BACKEND_PROCESS_MADVISE,
+			.attempted = 1,
+		};
+	opts->backend_used = THP_BACKEND_PROCESS_MADVISE;
+	return (int)n;
+}
+
 THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
 			     struct thp_apply_opts *opts)
 {
@@ -595,6 +632,12 @@ THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
 		err = validate_advice(opts->advice);
 	if (!err)
 		err = validate_ranges(ranges, nr_ranges, caps_get()->page_size, &as_vector, &total);
+	if (!err && as_vector) {
+		int done = apply_self_one_call(ranges, nr_ranges, opts, total);
+
+		if (done >= 0)
+			return ret_errno(done);
+	}
 	if (!err)
 		err = apply_ctx_open(&ctx, &t, opts->pidfd, opts->advice, opts->flags,
 				     opts->backend);

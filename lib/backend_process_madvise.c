@@ -5,15 +5,10 @@
  * another process the kernel accepts only MADV_COLLAPSE of our advice.
  */
 #include <errno.h>
-#include <limits.h>
 
 #include "compat.h"
 #include "internal.h"
 #include "syscall.h"
-
-#ifndef IOV_MAX
-#define IOV_MAX 1024
-#endif
 
 int process_madvise_check(const struct thp_caps *c, const struct thp_target *t, int advice)
 {

@@ -7,6 +7,7 @@
 #ifndef THP_COMPAT_H
 #define THP_COMPAT_H
 
+#include <limits.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -62,7 +63,10 @@
 #define THP_PIDFD_SELF_PROCESS_NEW (-10001)
 #define THP_PIDFD_SELF_PROCESS_OLD (-20000)
 
-/* process_madvise() handles at most MAX_RW_COUNT bytes per call. */
+/* process_madvise() handles at most IOV_MAX entries and MAX_RW_COUNT bytes per call. */
+#ifndef IOV_MAX
+#define IOV_MAX 1024
+#endif
 #define THP_MAX_RW_COUNT(page_size) ((size_t)INT32_MAX & ~((size_t)(page_size) - 1))
 
 /* PROCMAP_QUERY (6.11), from <linux/fs.h>. */

@@ -188,7 +188,7 @@ static void check_hole_sentinels(const struct hole_layout *l)
 	ck_assert_msg(!vma_mapped(0, U(l->base + 4 * MiB)), "the hole got mapped");
 }
 
-START_TEST(hole_default)
+static void hole_default_check(void)
 {
 	struct hole_layout l;
 	struct thp_report rep[2];
@@ -212,6 +212,43 @@ START_TEST(hole_default)
 		      "R1: attempted %u bytes_advised %llu", rep[1].attempted,
 		      (unsigned long long)rep[1].bytes_advised);
 	check_hole_sentinels(&l);
+}
+
+START_TEST(hole_default)
+{
+	hole_default_check();
+}
+END_TEST
+
+/*
+ * Once a process has made one successful call, its next calls with the
+ * auto backend may take the one-system-call path (6.13+: process_madvise()
+ * on self).  Its reports must be the general path's, and a failure on it
+ * must be explained exactly as a first call's is.
+ */
+START_TEST(after_a_success)
+{
+	char *base = map_aligned(4, 0);
+	struct thp_range r = { U(base), 4 * MiB };
+	struct thp_report rep;
+	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .reports = &rep);
+	uint32_t first_backend;
+
+	ck_assert_msg(thp_apply_ranges(&r, 1, &o) == 1, "first call: %s", thp_strerror_detail());
+	first_backend = o.backend_used;
+	check_report(&rep, U(base), 4 * MiB, 4 * MiB, 0, 0, 0, 1, first_backend, "first call");
+	for (int i = 0; i < 4; i++) {
+		o.advice = i & 1 ? THP_ADVICE_HUGE : THP_ADVICE_NOHUGE;
+		o.backend_used = 0;
+		garbage_reports(&rep, 1);
+		ck_assert_msg(thp_apply_ranges(&r, 1, &o) == 1, "call %d: %s", i,
+			      thp_strerror_detail());
+		ck_assert_uint_eq(o.backend_used, first_backend);
+		check_report(&rep, U(base), 4 * MiB, 4 * MiB, 0, 0, 0, 1, first_backend, "again");
+		ck_assert_msg(i & 1 ? vma_hg(0, U(base)) : vma_nh(0, U(base)),
+			      "call %d: the advice is not in smaps", i);
+	}
+	hole_default_check();
 }
 END_TEST
 
@@ -760,6 +797,7 @@ static Suite *ranges_suite(void)
 	tcase_add_test(tc, forced_backends);
 	tcase_add_test(tc, forced_pmadv_unavailable);
 	tcase_add_test(tc, hole_default);
+	tcase_add_test(tc, after_a_success);
 	tcase_add_test(tc, hole_no_error_on_unmapped);
 	tcase_add_test(tc, hole_skip_errors);
 	tcase_add_test(tc, fully_unmapped_range);
