@@ -406,7 +406,7 @@ static void bench_apply(void)
 
 	printf("\n## 1. thp_apply_ranges() vs raw, %d reps, %lu KiB mappings at 2 MiB-aligned starts, 4 MiB stride\n\n",
 	       APPLY_REPS, RANGE_LEN / 1024);
-	printf("Thread CPU time in microseconds per call (each sample = mean of 4..2000 back-to-back calls, every call flipping HUGE/NOHUGE, reports on), median / min / max; ratio = libthp / raw of the same rep (median (min..max)).\n\n");
+	printf("Thread CPU time in microseconds per call (each sample = mean of 16..2000 back-to-back calls, every call flipping HUGE/NOHUGE, reports on), median / min / max; ratio = libthp / raw of the same rep (median (min..max)).\n\n");
 	printf("| backend          | ranges | libthp med / min / max (us)       | raw med / min / max (us)          | ratio                 |\n");
 	printf("|------------------|-------:|-----------------------------------|-----------------------------------|-----------------------|\n");
 	for (unsigned int be = THP_BACKEND_PROCESS_MADVISE; be <= THP_BACKEND_MADVISE; be++) {
@@ -414,8 +414,12 @@ static void bench_apply(void)
 			size_t n = counts[c];
 			double lib[APPLY_REPS], raw[APPLY_REPS];
 			int state = THP_ADVICE_NOHUGE;
-			/* Each sample times `inner` calls (>= ~1 ms) to beat timer noise. */
-			int inner = n == 1 ? 2000 : n == 16 ? 200 : n == 256 ? 16 : 4;
+			/*
+			 * Each sample times `inner` calls (>= ~2 ms here) to beat
+			 * timer noise: at 0.5 ms a sample the 256-range median
+			 * moved by 4% from run to run.
+			 */
+			int inner = n == 1 ? 2000 : n == 16 ? 800 : n == 256 ? 64 : 16;
 
 			map_ranges(n, ranges, iov);
 			/* The mappings start with no advice: bring them to NOHUGE. */
