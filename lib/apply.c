@@ -386,18 +386,6 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t range_start, uint6
 	return err;
 }
 
-/* The report of a range advised whole. */
-static inline struct thp_report whole_success(uint64_t addr, uint64_t len, unsigned int backend)
-{
-	return (struct thp_report){
-		.addr = addr,
-		.len = len,
-		.bytes_advised = len,
-		.backend = backend,
-		.attempted = 1,
-	};
-}
-
 static void report_init(struct thp_report *rep, const struct thp_range *r,
 			size_t page_size, unsigned int backend)
 {
@@ -476,8 +464,13 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, si
 			/* All of it: every report is a whole success, in one plain pass. */
 			if (r > 0 && (uint64_t)r == ctx->total_bytes) {
 				for (size_t i = 0; reports && i < n; i++)
-					reports[i] = whole_success(ranges[i].addr, ranges[i].len,
-								   ctx->be->id);
+					reports[i] = (struct thp_report){
+						.addr = ranges[i].addr,
+						.len = ranges[i].len,
+						.bytes_advised = ranges[i].len,
+						.backend = ctx->be->id,
+						.attempted = 1,
+					};
 				return (int)n;
 			}
 		} else {
@@ -502,8 +495,13 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, si
 				}
 				r -= (long)take;
 				if (reports)
-					reports[pos] = whole_success(ranges[pos].addr, len,
-								     ctx->be->id);
+					reports[pos] = (struct thp_report){
+						.addr = ranges[pos].addr,
+						.len = len,
+						.bytes_advised = len,
+						.backend = ctx->be->id,
+						.attempted = 1,
+					};
 				ok++;
 				pos++;
 				off = 0;
@@ -606,8 +604,13 @@ static int apply_self_one_call(const struct thp_range *ranges, size_t n,
 				opts->advice, 0) != (long)total)
 		return -1;
 	for (size_t i = 0; opts->reports && i < n; i++)
-		opts->reports[i] = whole_success(ranges[i].addr, ranges[i].len,
-						 THP_BACKEND_PROCESS_MADVISE);
+		opts->reports[i] = (struct thp_report){
+			.addr = ranges[i].addr,
+			.len = ranges[i].len,
+			.bytes_advised = ranges[i].len,
+			.backend = THP_BACKEND_PROCESS_MADVISE,
+			.attempted = 1,
+		};
 	opts->backend_used = THP_BACKEND_PROCESS_MADVISE;
 	return (int)n;
 }
