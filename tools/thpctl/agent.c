@@ -298,12 +298,13 @@ static int finish(int status)
  * pidfd returns 0 only where the kernel has the call and accepts
  * MADV_COLLAPSE through it (6.1+), and capget() reads CAP_SYS_NICE, which
  * the kernel wants for another process, without formatting
- * /proc/self/status.
+ * /proc/self/status; then one access() to the file each pass reads.
  */
 bool thpctl_agent_possible(const char **why)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	char children[64];
 	int fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
 	long r = fd < 0 ? -1 : syscall(SYS_process_madvise, fd, NULL, 0, THP_ADVICE_COLLAPSE, 0);
 
@@ -316,6 +317,14 @@ bool thpctl_agent_possible(const char **why)
 	if (syscall(SYS_capget, &hdr, data) || !(data[CAP_SYS_NICE / 32].effective &
 						   (1u << (CAP_SYS_NICE % 32)))) {
 		*why = "collapsing another process's memory needs CAP_SYS_NICE";
+		return false;
+	}
+	/* Each pass finds CMD's descendants there (walk()). */
+	snprintf(children, sizeof(children), "/proc/self/task/%ld/children",
+		 (long)syscall(SYS_gettid));
+	if (access(children, R_OK)) {
+		*why = "the agent finds the command's processes in /proc/PID/task/TID/children, "
+		       "which this system does not show";
 		return false;
 	}
 	return true;
