@@ -41,8 +41,9 @@ fi
 # QEMU 7.2 (Debian 12's) computes wrong flags after a SETcc to memory whose
 # store faults (a copy-on-write fault after fork(), say): seen as
 # thp_get_default() storing persistent = 0 right after its probe child
-# answered 1, in some boots of every RFC kernel, and in every boot where a
-# check did not assert on it.  Guest results need a QEMU that has the fix:
+# answered 1: 2 to 5 times in every instrumented boot of the fixed RFC
+# kernel, a failing check in about one boot of eight.  Guest results need
+# a QEMU that has the fix:
 # 10.0 measured (Debian 13, or bookworm-backports as .ci/deps installs it).
 qemu_major=$(qemu-system-x86_64 --version | sed -n 's/^QEMU emulator version \([0-9]*\)\..*/\1/p')
 if [ "${qemu_major:-0}" -lt 10 ]; then
