@@ -48,7 +48,6 @@ struct thp_caps {
 	bool thp_disable;            /* PR_SET_THP_DISABLE: caps_get_prctl() only */
 	bool thp_disable_except_advised;
 	bool madvise_collapse;
-	bool status_thp_enabled;     /* /proc/PID/status has THP_enabled: */
 };
 
 const struct thp_caps *caps_get(void);

@@ -123,14 +123,6 @@ static void probe_thp_disable(void)
 	sys_prctl(PR_SET_THP_DISABLE, prev ? 1 : 0, 0, 0, 0);
 }
 
-static bool probe_status_thp_enabled(void)
-{
-	char buf[4096];
-
-	return sys_read_file("/proc/self/status", buf, sizeof(buf)) > 0 &&
-	       strstr(buf, "\nTHP_enabled:") != NULL;
-}
-
 static void caps_init(void)
 {
 	int saved = errno;
@@ -162,7 +154,6 @@ static void caps_init(void)
 	/* madvise() checks the advice before the (zero) length. */
 	caps.madvise_collapse = sys_madvise((uintptr_t)&caps & ~(caps.page_size - 1), 0,
 					    MADV_COLLAPSE) == 0;
-	caps.status_thp_enabled = probe_status_thp_enabled();
 	atomic_store_explicit(&caps_ready, true, memory_order_release);
 	errno = saved;
 }
