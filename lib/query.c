@@ -20,6 +20,9 @@ static uint64_t kb_field(const char *line, size_t len, size_t skip)
 	uint64_t v = 0;
 	size_t i, end = len;
 
+	/* Most fields of most mappings are "       0 kB": one compare. */
+	if (len >= skip + 5 && !memcmp(line + len - 5, " 0 kB", 5))
+		return 0;
 	if (len >= skip + 4 && !memcmp(line + len - 3, " kB", 3))
 		end = len - 3;
 	i = end;

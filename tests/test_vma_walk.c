@@ -128,6 +128,76 @@ START_TEST(maps_line_parser)
 }
 END_TEST
 
+/* The parser as the header defines it, one character at a time: the reference. */
+static int ref_hex(const char **pp, const char *end, uint64_t *out)
+{
+	const char *p = *pp;
+	uint64_t v = 0;
+	int n = 0;
+
+	for (; p < end && strchr("0123456789abcdef", *p) && *p; p++, n++) {
+		if (n == 16)
+			return -EINVAL;
+		v = v * 16 + (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+	}
+	if (!n)
+		return -EINVAL;
+	*pp = p;
+	*out = v;
+	return 0;
+}
+
+static int ref_parse_line(const char *line, size_t len, uint64_t *s, uint64_t *e)
+{
+	const char *p = line, *end = line + len;
+
+	if (ref_hex(&p, end, s) || p == end || *p++ != '-' || ref_hex(&p, end, e))
+		return -EINVAL;
+	return p == end || *p != ' ' || *e <= *s ? -EINVAL : 0;
+}
+
+/*
+ * Random lines near the format (digits of every length around 16, both
+ * cases, stray separators) against the reference: same verdict, same
+ * numbers.  A failure prints the line; the seed replays it.
+ */
+START_TEST(maps_line_parser_random)
+{
+	static const char alphabet[] = "0123456789abcdef0123456789abcdefAFgx- \n";
+	uint64_t rng = 0x5eed0000ULL + (uint64_t)_i;
+
+	for (int k = 0; k < 20000; k++) {
+		char line[48];
+		size_t len = 0;
+		uint64_t s1 = 1, e1 = 2, s2 = 3, e2 = 4;
+		int r1, r2;
+
+		/* Two hex runs of 0 to 18 digits, a separator, a tail. */
+		for (int part = 0; part < 2; part++) {
+			size_t n;
+
+			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+			n = (size_t)(rng >> 59) % 19;
+			for (size_t i = 0; i < n; i++) {
+				rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+				line[len++] = (rng >> 60) < 13 ? "0123456789abcdef"[(rng >> 40) % 16]
+							       : alphabet[(rng >> 40) % (sizeof(alphabet) - 1)];
+			}
+			line[len++] = part == 0 ? '-' : ' ';
+		}
+		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		len -= (rng >> 62) == 0; /* sometimes no trailing space */
+		line[len] = 0;
+		r1 = maps_parse_line(line, len, &s1, &e1);
+		r2 = ref_parse_line(line, len, &s2, &e2);
+		ck_assert_msg(r1 == r2 && (r1 || (s1 == s2 && e1 == e2)),
+			      "\"%s\": parser %d %llx-%llx, reference %d %llx-%llx", line, r1,
+			      (unsigned long long)s1, (unsigned long long)e1, r2,
+			      (unsigned long long)s2, (unsigned long long)e2);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("vma_walk");
@@ -136,6 +206,7 @@ int main(void)
 	tcase_add_test(tc, query_and_text_agree);
 	tcase_add_test(tc, walk_starts_mid_mapping);
 	tcase_add_test(tc, maps_line_parser);
+	tcase_add_loop_test(tc, maps_line_parser_random, 0, 8);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
