@@ -69,16 +69,19 @@ static size_t count_lines(const uint8_t *data, size_t size)
  */
 static void check_line_reader(const uint8_t *data, int fd, size_t size)
 {
-	struct line_reader lr, lf;
-	const char *line, *fline;
-	size_t len, flen, off = 0;
+	struct line_reader lr, lf, ls;
+	const char *line, *fline, *sline;
+	size_t len, flen, slen, off = 0;
 	bool want[256];
+	/* line_reader_next_starting(): the lines that start with this byte. */
+	char first = size > 1 ? (char)data[1] : 'V';
 	int r, fr;
 
 	for (int c = 0; c < 256; c++)
 		want[c] = size && ((c * 7 + data[0]) & 2);
 	line_reader_init(&lr, fd);
 	line_reader_init(&lf, fd);
+	line_reader_init(&ls, fd);
 	while ((r = line_reader_next(&lr, &line, &len)) == 1) {
 		const uint8_t *nl;
 
@@ -92,40 +95,102 @@ static void check_line_reader(const uint8_t *data, int fd, size_t size)
 		if (!nl && len < lr.cap)
 			abort();
 		off = nl ? (size_t)(nl - data) + 1 : size;
+		if (len && line[0] == first &&
+		    (line_reader_next_starting(&ls, first, &sline, &slen) != 1 || slen != len ||
+		     memcmp(sline, line, len)))
+			abort();
 		if (!len || !want[(unsigned char)line[0]])
 			continue;
 		fr = line_reader_next_if(&lf, want, &fline, &flen);
 		if (fr != 1 || flen != len || memcmp(fline, line, len))
 			abort();
 	}
-	if (r != 0 || line_reader_next_if(&lf, want, &fline, &flen) != 0)
+	if (r != 0 || line_reader_next_if(&lf, want, &fline, &flen) != 0 ||
+	    line_reader_next_starting(&ls, first, &sline, &slen) != 0)
 		abort();
 	/* Only an unterminated tail is left. */
 	if (memchr(data + off, '\n', size - off))
 		abort();
 }
 
-/* smaps_next_advice() (a second reader) hands out the same ranges and advice. */
+/*
+ * smaps_next_advice() reads a header and then jumps to the entry's
+ * VmFlags line, the last line of every entry the kernel writes.  Its
+ * specification, one line at a time: a header (a line maps_parse_line()
+ * takes) starts an entry; in an entry, the first line that starts with
+ * "VmFlags:" ends it with its hg/nh (other lines, other 'V' lines too, are
+ * passed over); the end of the file ends an open entry without advice.
+ */
+struct advice_ref {
+	struct line_reader lr;
+	struct smaps_advice cur;
+	bool have;
+};
+
+static int advice_ref_next(struct advice_ref *ref, struct smaps_advice *a)
+{
+	const char *line;
+	size_t len;
+	uint64_t s, e;
+	int r;
+
+	while ((r = line_reader_next(&ref->lr, &line, &len)) == 1) {
+		if (!ref->have) {
+			if (maps_parse_line(line, len, &s, &e) == 0) {
+				ref->cur = (struct smaps_advice){ .start = s, .end = e };
+				ref->have = true;
+			}
+			continue;
+		}
+		if (len < 8 || memcmp(line, "VmFlags:", 8))
+			continue;
+		for (size_t i = 9; i + 2 <= len; i += 3) {
+			ref->cur.huge |= line[i] == 'h' && line[i + 1] == 'g';
+			ref->cur.nohuge |= line[i] == 'n' && line[i + 1] == 'h';
+		}
+		*a = ref->cur;
+		ref->have = false;
+		return 1;
+	}
+	if (r == 0 && ref->have) {
+		*a = ref->cur;
+		ref->have = false;
+		return 1;
+	}
+	return r;
+}
+
+/*
+ * smaps_next_advice() against its specification; smaps_next() (every line,
+ * in any order) for sane entries.  That the two agree on the text the
+ * kernel writes is tests/test_query.c's smaps_readers_agree.
+ */
 static void check_smaps_reader(int fd, size_t lines)
 {
 	struct smaps_reader sr, sa;
+	struct advice_ref ref = { .have = false };
 	struct thp_mapping_state m;
-	struct smaps_advice a;
+	struct smaps_advice a, want;
 	size_t entries = 0;
 	int r;
 
-	smaps_reader_init(&sr, fd);
 	smaps_reader_init(&sa, fd);
-	while ((r = smaps_next(&sr, &m)) == 1) {
-		if (!(m.start < m.end) || !memchr(m.name, 0, sizeof(m.name)))
-			abort();
+	line_reader_init(&ref.lr, fd);
+	while ((r = advice_ref_next(&ref, &want)) == 1) {
 		if (++entries > lines + 1)
 			abort();
-		if (smaps_next_advice(&sa, &a) != 1 || a.start != m.start || a.end != m.end ||
-		    a.huge != m.advised_huge || a.nohuge != m.advised_nohuge)
+		if (smaps_next_advice(&sa, &a) != 1 || a.start != want.start || a.end != want.end ||
+		    a.huge != want.huge || a.nohuge != want.nohuge || !(a.start < a.end))
 			abort();
 	}
 	if (r != 0 || smaps_next_advice(&sa, &a) != 0)
+		abort();
+	smaps_reader_init(&sr, fd);
+	entries = 0;
+	while ((r = smaps_next(&sr, &m)) == 1)
+		if (!(m.start < m.end) || !memchr(m.name, 0, sizeof(m.name)) || ++entries > lines + 1)
+			abort();
+	if (r != 0)
 		abort();
 }
 

@@ -291,6 +291,14 @@ static inline int line_reader_next_if(struct line_reader *lr, const bool want[25
 }
 
 /*
+ * The next line that starts with @c, as line_reader_next() returns lines;
+ * the lines before it are passed over with memchr(), not one by one.  For
+ * a byte that starts few lines: smaps has 24 lines an entry and one, the
+ * last, starting with 'V'.
+ */
+int line_reader_next_starting(struct line_reader *lr, char c, const char **line, size_t *len);
+
+/*
  * A reader of a long file (smaps of a big process: ~700 bytes a mapping)
  * reads @cap bytes a system call instead of 8 KiB: each read() of a /proc
  * file finds its place in the address space again.  Best effort: without

@@ -210,17 +210,20 @@ int smaps_next_x(struct smaps_reader *sr, struct thp_mapping_state *m, struct sm
 	}
 }
 
-static const bool smaps_advice_line_matters[256] = {
-	['V'] = true, ['0' ... '9'] = true, ['a' ... 'f'] = true,
-};
-
+/*
+ * Headers and VmFlags only.  VmFlags is the last line of every entry (the
+ * kernel has printed it there since 3.8), so after a header the reader
+ * jumps to the next line that starts with 'V', and the line after that is
+ * the next header: two lines an entry looked at instead of 24.
+ */
 int smaps_next_advice(struct smaps_reader *sr, struct smaps_advice *a)
 {
 	for (;;) {
 		const char *line = NULL;
 		size_t len = 0;
 		uint64_t s, e;
-		int r = line_reader_next_if(&sr->lr, smaps_advice_line_matters, &line, &len);
+		int r = sr->have ? line_reader_next_starting(&sr->lr, 'V', &line, &len)
+				 : line_reader_next(&sr->lr, &line, &len);
 
 		if (r <= 0) {
 			if (r < 0 || !sr->have)
@@ -229,23 +232,22 @@ int smaps_next_advice(struct smaps_reader *sr, struct smaps_advice *a)
 			sr->have = false;
 			return 1;
 		}
-		if (line[0] == 'V') {
-			if (sr->have && HAS_PREFIX(line, len, "VmFlags:"))
-				for (size_t i = 9; i + 2 <= len; i += 3) {
-					sr->cur_advice.huge |= line[i] == 'h' && line[i + 1] == 'g';
-					sr->cur_advice.nohuge |= line[i] == 'n' && line[i + 1] == 'h';
-				}
-			continue;
+		if (sr->have) {
+			/* Another 'V' line (none today) is passed over: VmFlags is the last. */
+			if (!HAS_PREFIX(line, len, "VmFlags:"))
+				continue;
+			for (size_t i = 9; i + 2 <= len; i += 3) {
+				sr->cur_advice.huge |= line[i] == 'h' && line[i + 1] == 'g';
+				sr->cur_advice.nohuge |= line[i] == 'n' && line[i + 1] == 'h';
+			}
+			*a = sr->cur_advice;
+			sr->have = false;
+			return 1;
 		}
+		/* The line after a VmFlags line (or the first): a header. */
 		if (maps_parse_line(line, len, &s, &e) == 0) {
-			bool had = sr->have;
-
-			if (had)
-				*a = sr->cur_advice;
 			sr->cur_advice = (struct smaps_advice){ .start = s, .end = e };
 			sr->have = true;
-			if (had)
-				return 1;
 		}
 	}
 }

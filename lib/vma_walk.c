@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "compat.h"
 #include "internal.h"
 #include "syscall.h"
@@ -28,6 +32,38 @@ static const uint8_t hex_digit[256] = {
 	['a'] = 0x1a, ['b'] = 0x1b, ['c'] = 0x1c, ['d'] = 0x1d, ['e'] = 0x1e, ['f'] = 0x1f,
 };
 
+#if defined(__SSE2__) && defined(__x86_64__) /* _mm_cvtsi128_si64() */
+/*
+ * 1 to 16 digits from the 16 bytes at @p, all of which the caller may
+ * read: the digit bytes are found and turned into nibbles side by side,
+ * the nibbles packed into one number, and the lanes after the last digit
+ * shifted out.  About 30 instructions for a 12-digit address instead of
+ * 80.  0 digits: returns 0 with *@n 0.
+ */
+static inline uint64_t parse_hex16(const char *p, unsigned int *n)
+{
+	const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+	/* Signed compares: bytes >= 0x80 are negative, never digits. */
+	const __m128i dec = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)),
+					  _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
+	const __m128i af = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('a' - 1)),
+					 _mm_cmplt_epi8(v, _mm_set1_epi8('f' + 1)));
+	unsigned int digits = (unsigned int)_mm_movemask_epi8(_mm_or_si128(dec, af));
+	/* '0'..'9' -> 0..9, 'a'..'f' -> 1..6 + 9; other lanes anything <= 15. */
+	const __m128i nib = _mm_add_epi8(_mm_and_si128(v, _mm_set1_epi8(0x0f)),
+					 _mm_and_si128(af, _mm_set1_epi8(9)));
+	/* Each 16-bit lane: its even byte << 4 | its odd byte, then 8 bytes. */
+	const __m128i pairs = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(nib, _mm_set1_epi16(0xff)), 4),
+					   _mm_srli_epi16(nib, 8));
+	uint64_t all = (uint64_t)_mm_cvtsi128_si64(_mm_packus_epi16(pairs, pairs));
+
+	*n = (unsigned int)__builtin_ctz(~digits | 0x10000u);
+	/* The first digit is the most significant nibble. */
+	all = __builtin_bswap64(all);
+	return *n == 0 ? 0 : *n == 16 ? all : all >> (4 * (16 - *n));
+}
+#endif
+
 static int parse_hex(const char **pp, const char *end, uint64_t *out)
 {
 	const char *p = *pp, *first = p;
@@ -36,6 +72,18 @@ static int parse_hex(const char **pp, const char *end, uint64_t *out)
 	uint64_t v = 0;
 	unsigned int d;
 
+#if defined(__SSE2__) && defined(__x86_64__)
+	if (end - p >= 16) {
+		unsigned int n;
+
+		v = parse_hex16(p, &n);
+		if (n == 0 || (n == 16 && p + 16 < end && hex_digit[(unsigned char)p[16]]))
+			return -EINVAL;
+		*pp = p + n;
+		*out = v;
+		return 0;
+	}
+#endif
 	/* A local cursor: through *pp every digit would be a store and a load. */
 	for (; p < stop && (d = hex_digit[(unsigned char)*p]); p++)
 		v = v << 4 | (d & 0xf);
@@ -185,6 +233,57 @@ int line_reader_next_slow(struct line_reader *lr, const char **line, size_t *len
 			lr->eof = true;
 		lr->off += n;
 		lr->len += (size_t)n;
+	}
+}
+
+int line_reader_next_starting(struct line_reader *lr, char c, const char **line, size_t *len)
+{
+	for (;;) {
+		const char *l;
+		size_t n;
+		int r;
+
+		/* pos is a line start unless inside the tail of a cut line. */
+		if (!lr->skip_rest && lr->pos < lr->len) {
+			const char *b = lr->buf, *end = b + lr->len, *hit = NULL;
+
+			if (b[lr->pos] == c)
+				hit = b + lr->pos;
+			for (const char *q = b + lr->pos + 1; !hit && q < end; q++) {
+				q = memchr(q, c, (size_t)(end - q));
+				if (!q)
+					break;
+				if (q[-1] == '\n')
+					hit = q;
+			}
+			if (hit) {
+				const char *nl = memchr(hit, '\n', (size_t)(end - hit));
+
+				lr->pos = (size_t)(hit - b);
+				if (nl) {
+					*line = hit;
+					*len = (size_t)(nl - hit);
+					lr->pos = (size_t)(nl + 1 - b);
+					return resync(lr, 1);
+				}
+				/* Cut at the buffer's end: the slow path completes it. */
+			} else {
+				/* None here: all but a partial last line is passed over. */
+				const char *last = memrchr(b + lr->pos, '\n', lr->len - lr->pos);
+
+				if (last)
+					lr->pos = (size_t)(last + 1 - b);
+			}
+			resync(lr, 0);
+		}
+		r = line_reader_next_slow(lr, &l, &n);
+		if (r <= 0)
+			return r;
+		if (n && l[0] == c) {
+			*line = l;
+			*len = n;
+			return 1;
+		}
 	}
 }
 

@@ -167,7 +167,7 @@ START_TEST(maps_line_parser_random)
 	uint64_t rng = 0x5eed0000ULL + (uint64_t)_i;
 
 	for (int k = 0; k < 20000; k++) {
-		char line[48];
+		char line[64];
 		size_t len = 0;
 		uint64_t s1 = 1, e1 = 2, s2 = 3, e2 = 4;
 		int r1, r2;
@@ -186,7 +186,17 @@ START_TEST(maps_line_parser_random)
 			line[len++] = part == 0 ? '-' : ' ';
 		}
 		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-		len -= (rng >> 62) == 0; /* sometimes no trailing space */
+		if ((rng >> 62) == 0) {
+			len--; /* sometimes no trailing space */
+		} else {
+			/* Or a tail: what follows a real header, or junk. */
+			size_t tail = (size_t)(rng >> 56) % 12;
+
+			for (size_t i = 0; i < tail; i++) {
+				rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+				line[len++] = alphabet[(rng >> 40) % (sizeof(alphabet) - 1)];
+			}
+		}
 		line[len] = 0;
 		r1 = maps_parse_line(line, len, &s1, &e1);
 		r2 = ref_parse_line(line, len, &s2, &e2);
@@ -195,6 +205,90 @@ START_TEST(maps_line_parser_random)
 			      (unsigned long long)s1, (unsigned long long)e1, r2,
 			      (unsigned long long)s2, (unsigned long long)e2);
 	}
+}
+END_TEST
+
+/*
+ * smaps_next_advice() jumps from a header to the entry's VmFlags line;
+ * smaps_next() reads every line.  On the kernel's own smaps of random
+ * layouts (hg, nh and plain neighbours, PROT_NONE, a memfd with a long name
+ * in the header) both must hand out the same ranges and advice, through
+ * the reader's own 8 KiB buffer and a lent 64 KiB one (many refills: up to
+ * 535 mappings of about 1 KB of text each).
+ */
+START_TEST(smaps_readers_agree)
+{
+	static const size_t caps[] = { 4096 /* too small to lend: the own 8 KiB */, 65536 };
+	const size_t ps = (size_t)getpagesize();
+	uint64_t rng = 0xad71ce00ULL + (uint64_t)_i;
+	size_t nr = 50 + (size_t)_i * 97;
+	char *arena = mmap(NULL, nr * 2 * ps, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int memfd = memfd_create("a-name-long-enough-to-push-the-header-past-the-small-buffers-"
+				 "of-this-test-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+				 MFD_CLOEXEC);
+	struct thp_target self = { .self = true, .pidfd = -1 };
+	char *buf = malloc(65536);
+	void *file = MAP_FAILED;
+
+	ck_assert_ptr_ne(arena, MAP_FAILED);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_ge(memfd, 0);
+	ck_assert_int_eq(ftruncate(memfd, (off_t)ps), 0);
+	file = mmap(NULL, ps, PROT_READ, MAP_SHARED, memfd, 0);
+	ck_assert_ptr_ne(file, MAP_FAILED);
+	/* Every other page changed: each one its own mapping. */
+	for (size_t i = 0; i < nr; i++) {
+		static const int advice[] = { MADV_HUGEPAGE, MADV_NOHUGEPAGE, MADV_NORMAL };
+		char *p = arena + 2 * i * ps;
+
+		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		if ((rng >> 60) < 3) {
+			ck_assert_int_eq(mprotect(p, ps, PROT_NONE), 0);
+			continue;
+		}
+		ck_assert_int_eq(madvise(p, ps, advice[(rng >> 40) % 3]), 0);
+		if ((rng >> 50) % 4 == 0)
+			*p = 1; /* some Rss */
+	}
+	for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+		struct smaps_reader all, adv;
+		struct thp_mapping_state m;
+		struct smaps_advice a;
+		char *buf2 = malloc(caps[c]);
+		size_t n = 0, hg = 0, nh = 0;
+		int r;
+
+		ck_assert_ptr_nonnull(buf2);
+		ck_assert_int_eq(smaps_open(&all, &self, buf, caps[c]), 0);
+		ck_assert_int_eq(smaps_open(&adv, &self, buf2, caps[c]), 0);
+		while ((r = smaps_next(&all, &m)) == 1) {
+			ck_assert_int_eq(smaps_next_advice(&adv, &a), 1);
+			ck_assert_msg(a.start == m.start && a.end == m.end &&
+					      a.huge == m.advised_huge && a.nohuge == m.advised_nohuge,
+				      "buffer %zu, entry %zu: %llx-%llx hg %d nh %d, advice reader "
+				      "%llx-%llx hg %d nh %d", caps[c], n,
+				      (unsigned long long)m.start, (unsigned long long)m.end,
+				      m.advised_huge, m.advised_nohuge, (unsigned long long)a.start,
+				      (unsigned long long)a.end, a.huge, a.nohuge);
+			n++;
+			hg += m.advised_huge;
+			nh += m.advised_nohuge;
+		}
+		ck_assert_int_eq(r, 0);
+		ck_assert_int_eq(smaps_next_advice(&adv, &a), 0);
+		/* The layout is in what was compared. */
+		ck_assert_uint_ge(n, nr);
+		ck_assert_uint_gt(hg, 0);
+		ck_assert_uint_gt(nh, 0);
+		line_reader_close(&all.lr);
+		line_reader_close(&adv.lr);
+		free(buf2);
+	}
+	munmap(file, ps);
+	close(memfd);
+	munmap(arena, nr * 2 * ps);
+	free(buf);
 }
 END_TEST
 
@@ -207,6 +301,7 @@ int main(void)
 	tcase_add_test(tc, walk_starts_mid_mapping);
 	tcase_add_test(tc, maps_line_parser);
 	tcase_add_loop_test(tc, maps_line_parser_random, 0, 8);
+	tcase_add_loop_test(tc, smaps_readers_agree, 0, 6);
 	suite_add_tcase(s, tc);
 	return run_suite(s);
 }
