@@ -144,10 +144,12 @@ static int advice_ref_next(struct advice_ref *ref, struct smaps_advice *a)
 		}
 		if (len < 8 || memcmp(line, "VmFlags:", 8))
 			continue;
-		for (size_t i = 9; i + 2 <= len; i += 3) {
-			ref->cur.huge |= line[i] == 'h' && line[i + 1] == 'g';
-			ref->cur.nohuge |= line[i] == 'n' && line[i + 1] == 'h';
-		}
+		/* Two-letter flags every third column from column 9, as the kernel prints them. */
+		for (size_t col = 9; col + 2 <= len; col += 3)
+			if (!memcmp(line + col, "hg", 2))
+				ref->cur.huge = true;
+			else if (!memcmp(line + col, "nh", 2))
+				ref->cur.nohuge = true;
 		*a = ref->cur;
 		ref->have = false;
 		return 1;
