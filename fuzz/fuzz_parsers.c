@@ -73,8 +73,8 @@ static void check_line_reader(const uint8_t *data, int fd, size_t size)
 	const char *line, *fline, *sline;
 	size_t len, flen, slen, off = 0;
 	bool want[256];
-	/* line_reader_next_starting(): the lines that start with this byte. */
-	char first = size > 1 ? (char)data[1] : 'V';
+	/* line_reader_next_starting(): the lines that start with this byte (not a newline). */
+	char first = size > 1 && data[1] != '\n' ? (char)data[1] : 'V';
 	int r, fr;
 
 	for (int c = 0; c < 256; c++)

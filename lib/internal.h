@@ -291,10 +291,10 @@ static inline int line_reader_next_if(struct line_reader *lr, const bool want[25
 }
 
 /*
- * The next line that starts with @c, as line_reader_next() returns lines;
- * the lines before it are passed over with memchr(), not one by one.  For
- * a byte that starts few lines: smaps has 24 lines an entry and one, the
- * last, starting with 'V'.
+ * The next line that starts with @c (not '\n': -EINVAL), as
+ * line_reader_next() returns lines; the lines before it are passed over
+ * with memchr(), not one by one.  For a byte that starts few lines: smaps
+ * has 24 lines an entry and one, the last, starting with 'V'.
  */
 int line_reader_next_starting(struct line_reader *lr, char c, const char **line, size_t *len);
 

@@ -238,6 +238,9 @@ int line_reader_next_slow(struct line_reader *lr, const char **line, size_t *len
 
 int line_reader_next_starting(struct line_reader *lr, char c, const char **line, size_t *len)
 {
+	/* A "line starting with a newline" would be an empty one: not what this finds. */
+	if (c == '\n')
+		return -EINVAL;
 	for (;;) {
 		const char *l;
 		size_t n;
