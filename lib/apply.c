@@ -386,6 +386,24 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t range_start, uint6
 	return err;
 }
 
+/*
+ * The report of a range advised whole, stored in place: a helper that
+ * returned the report by value measured 1.13x the raw call at 256 ranges
+ * (this one compiles to the same stores as writing it out).
+ */
+static inline __attribute__((always_inline)) void report_whole(struct thp_report *rep,
+							       uint64_t addr, uint64_t len,
+							       unsigned int backend)
+{
+	*rep = (struct thp_report){
+		.addr = addr,
+		.len = len,
+		.bytes_advised = len,
+		.backend = backend,
+		.attempted = 1,
+	};
+}
+
 static void report_init(struct thp_report *rep, const struct thp_range *r,
 			size_t page_size, unsigned int backend)
 {
@@ -464,13 +482,8 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, si
 			/* All of it: every report is a whole success, in one plain pass. */
 			if (r > 0 && (uint64_t)r == ctx->total_bytes) {
 				for (size_t i = 0; reports && i < n; i++)
-					reports[i] = (struct thp_report){
-						.addr = ranges[i].addr,
-						.len = ranges[i].len,
-						.bytes_advised = ranges[i].len,
-						.backend = ctx->be->id,
-						.attempted = 1,
-					};
+					report_whole(&reports[i], ranges[i].addr, ranges[i].len,
+						     ctx->be->id);
 				return (int)n;
 			}
 		} else {
@@ -495,13 +508,7 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, si
 				}
 				r -= (long)take;
 				if (reports)
-					reports[pos] = (struct thp_report){
-						.addr = ranges[pos].addr,
-						.len = len,
-						.bytes_advised = len,
-						.backend = ctx->be->id,
-						.attempted = 1,
-					};
+					report_whole(&reports[pos], ranges[pos].addr, len, ctx->be->id);
 				ok++;
 				pos++;
 				off = 0;
@@ -603,18 +610,9 @@ static int apply_self_one_call(const struct thp_range *ranges, size_t n,
 	if (sys_process_madvise(c->pidfd_self, (const struct iovec *)(const void *)ranges, n,
 				opts->advice, 0) != (long)total)
 		return -1;
-	/*
-	 * Written in place, as in apply_engine(): a helper returning the
-	 * report by value measured 1.13x the raw call at 256 ranges (1.02x so).
-	 */
 	for (size_t i = 0; opts->reports && i < n; i++)
-		opts->reports[i] = (struct thp_report){
-			.addr = ranges[i].addr,
-			.len = ranges[i].len,
-			.bytes_advised = ranges[i].len,
-			.backend = THP_BACKEND_PROCESS_MADVISE,
-			.attempted = 1,
-		};
+		report_whole(&opts->reports[i], ranges[i].addr, ranges[i].len,
+			     THP_BACKEND_PROCESS_MADVISE);
 	opts->backend_used = THP_BACKEND_PROCESS_MADVISE;
 	return (int)n;
 }
