@@ -262,7 +262,6 @@ int line_reader_next_starting(struct line_reader *lr, char c, const char **line,
 			if (hit) {
 				const char *nl = memchr(hit, '\n', (size_t)(end - hit));
 
-				lr->pos = (size_t)(hit - b);
 				if (nl) {
 					*line = hit;
 					*len = (size_t)(nl - hit);
@@ -270,6 +269,7 @@ int line_reader_next_starting(struct line_reader *lr, char c, const char **line,
 					return resync(lr, 1);
 				}
 				/* Cut at the buffer's end: the slow path completes it. */
+				lr->pos = (size_t)(hit - b);
 			} else {
 				/* None here: all but a partial last line is passed over. */
 				const char *last = memrchr(b + lr->pos, '\n', lr->len - lr->pos);
