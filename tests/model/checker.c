@@ -1458,6 +1458,23 @@ static int probe(void)
 	return 0;
 }
 
+enum { KIND_RANGES, KIND_MANY, KIND_BIG, KIND_COLLAPSE, KIND_ALL, KIND_POLICY, KIND_NR };
+static const char *const kind_label[KIND_NR] = { "ranges", "100+ ranges", "past 2 GiB",
+						 "COLLAPSE", "apply_all", "policy" };
+
+static int kind_of(const struct case_spec *c)
+{
+	if (c->req == REQ_POLICY)
+		return KIND_POLICY;
+	if (c->req == REQ_ALL)
+		return c->maps[0].pages * page > (2ULL << 30) ? KIND_BIG : KIND_ALL;
+	if (c->advice == THP_ADVICE_COLLAPSE)
+		return KIND_COLLAPSE;
+	if (c->maps[0].pages * page > (2ULL << 30))
+		return KIND_BIG;
+	return c->nr_ranges >= 100 ? KIND_MANY : KIND_RANGES;
+}
+
 static uint64_t env_u64(const char *name, uint64_t dflt)
 {
 	const char *v = getenv(name);
@@ -1474,7 +1491,10 @@ int main(int argc, char **argv)
 	bool big_ok = env_u64("THP_MODEL_BIG", 1) != 0 && !under_valgrind();
 	uint64_t done = 0, diverged = 0, unbuildable = 0, by_advice[32] = { 0 }, all_calls = 0;
 	uint64_t many = 0, big = 0, policy_seqs = 0;
-	struct timespec t0, t1;
+	/* Where a long run's time goes, by kind of case (see kind_of()). */
+	double kind_s[KIND_NR] = { 0 };
+	uint64_t kind_n[KIND_NR] = { 0 };
+	struct timespec t0, t1, c0, c1;
 	struct utsname u;
 	char msg[1200];
 
@@ -1526,7 +1546,12 @@ int main(int argc, char **argv)
 			printf("seed %" PRIu64 ":\n", seed);
 			print_case(stdout, &c);
 		}
+		clock_gettime(CLOCK_MONOTONIC, &c0);
 		r = run_case(&c, msg, sizeof(msg));
+		clock_gettime(CLOCK_MONOTONIC, &c1);
+		kind_s[kind_of(&c)] += (double)(c1.tv_sec - c0.tv_sec) +
+				       (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+		kind_n[kind_of(&c)]++;
 		done++;
 		by_advice[c.advice]++;
 		all_calls += c.req == REQ_ALL;
@@ -1554,6 +1579,10 @@ int main(int argc, char **argv)
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("thp_model: time by kind:");
+	for (int k = 0; k < KIND_NR; k++)
+		printf(" %s %" PRIu64 " in %.1f s%s", kind_label[k], kind_n[k], kind_s[k],
+		       k + 1 < KIND_NR ? "," : "\n");
 	printf("thp_model: kernel %s: %" PRIu64 " cases (HUGE %" PRIu64 ", NOHUGE %" PRIu64
 	       ", COLLAPSE %" PRIu64 "; %" PRIu64 " thp_apply_all, %" PRIu64 " policy sequences, %" PRIu64 " with 100+ ranges, %"
 	       PRIu64 " past 2 GiB) in %.1f s: %" PRIu64

@@ -2051,7 +2051,7 @@ static void model_run(char *const envp[])
 	static char out[65536];
 	char *argv[] = { conf_model, model_cases, NULL };
 	char *first_env[] = { model_first, NULL };
-	const char *last;
+	const char *last, *times;
 	int st;
 
 	/* The fixed seeds start at 1; the long mode may start elsewhere. */
@@ -2063,6 +2063,9 @@ static void model_run(char *const envp[])
 		last = strstr(last + 1, "thp_model: kernel");
 	printf("VMTEST INFO model: %s%s%.*s\n", envp[0] ? envp[0] : "", envp[0] ? " " : "",
 	       last ? (int)strcspn(last, "\n") : 0, last ? last : "");
+	times = strstr(out, "thp_model: time by kind:");
+	if (times)
+		printf("VMTEST INFO model: %.*s\n", (int)strcspn(times, "\n"), times);
 	if (st != 0) {
 		/* run_vm.sh keeps VMTEST lines only: the divergence and its reproducer. */
 		for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
