@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compat.h"
@@ -334,26 +335,38 @@ static bool advise_mapping(const struct apply_ctx *ctx, uint64_t map_start, uint
  * so that bytes_unmapped counts every hole of it.  Gaps never stop it but
  * are ENOMEM unless NO_ERROR_ON_UNMAPPED.
  */
-static int detail_range(const struct apply_ctx *ctx, uint64_t range_start, uint64_t start,
-			uint64_t end, struct range_outcome *o)
+static int detail_range(const struct apply_ctx *ctx, struct thp_vma_walk **shared,
+			uint64_t range_start, uint64_t start, uint64_t end, struct range_outcome *o)
 {
 	bool gaps_ok = ctx->flags & (THP_F_SKIP_ERRORS | THP_F_NO_ERROR_ON_UNMAPPED);
 	struct page_scan scan = { .fd = -1 };
-	struct thp_vma_walk w;
+	struct thp_vma_walk own, *w = *shared;
 	bool stopped = false;
 	uint64_t cur = start;
 	size_t idx = 0;
 	int err = 0;
 
-	if (!ctx->layout) {
-		err = vma_walk_open(&w, ctx->t, false);
-		if (err)
+	/*
+	 * One walk for all the call's ranges that need one: a COLLAPSE of
+	 * 1,000 ranges opened the maps file (and, before 6.11, read its text)
+	 * 1,000 times.  Without the memory for it, one walk per range.
+	 */
+	if (!ctx->layout && !w) {
+		w = malloc(sizeof(*w));
+		err = vma_walk_open(w ? w : &own, ctx->t, false);
+		if (err) {
+			free(w);
 			return err;
+		}
+		if (!w)
+			w = &own;
+		else
+			*shared = w;
 	}
 	while (cur < end) {
 		struct thp_vma v;
 		uint64_t piece_end;
-		int r = next_mapping(ctx, &w, &idx, cur, &v);
+		int r = next_mapping(ctx, w, &idx, cur, &v);
 
 		if (r < 0) {
 			err = r;
@@ -381,8 +394,8 @@ static int detail_range(const struct apply_ctx *ctx, uint64_t range_start, uint6
 	}
 	if (scan.fd >= 0)
 		sys_close(scan.fd);
-	if (!ctx->layout)
-		vma_walk_close(&w);
+	if (w == &own)
+		vma_walk_close(&own);
 	return err;
 }
 
@@ -447,17 +460,23 @@ static __attribute__((noinline)) long apply_batch(const struct apply_ctx *ctx,
 	return *m ? ctx->be->apply_vec(ctx->t, iov, *m, ctx->advice) : 0;
 }
 
+static int engine_detailed(const struct apply_ctx *ctx, const struct thp_range *ranges,
+			   size_t n, struct thp_report *reports, size_t pos, uint64_t off,
+			   size_t ok);
+
 /*
  * Each report is written once, when its range is done (or left
  * untouched): a happy call makes one pass over them, after its one system
- * call.
+ * call.  From ranges[pos] + off on, with @ok ranges done, explaining
+ * ranges[pos] first if @detail_now.  @walk is the detail walk's holder:
+ * NULL in the first pass, which hands the call to engine_detailed() when a
+ * range needs explaining, so that the happy path carries nothing of it.
  */
-int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, size_t n,
-		 struct thp_report *reports)
+static inline __attribute__((always_inline)) int
+engine_run(const struct apply_ctx *ctx, const struct thp_range *ranges, size_t n,
+	   struct thp_report *reports, size_t pos, uint64_t off, size_t ok, bool detail_now,
+	   struct thp_vma_walk **walk)
 {
-	size_t pos = 0, ok = 0;
-	uint64_t off = 0; /* bytes of ranges[pos] already advised */
-
 	while (pos < n) {
 		struct range_outcome o;
 		uint64_t len;
@@ -471,7 +490,7 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, si
 		 * system calls cost ~1 us an extent against ~1 ms to collapse
 		 * one.
 		 */
-		if (ctx->advice == MADV_COLLAPSE)
+		if (ctx->advice == MADV_COLLAPSE || detail_now)
 			goto detail;
 
 		if (RANGES_ARE_IOVECS && ctx->ranges_are_iovecs && pos == 0 && off == 0) {
@@ -517,11 +536,14 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, si
 		}
 
 detail:
+		if (!walk)
+			return engine_detailed(ctx, ranges, n, reports, pos, off, ok);
+		detail_now = false;
 		/* ranges[pos] fails from off on: explain it mapping by mapping. */
 		len = range_len(&ranges[pos], ctx->page_size);
 		memset(&o, 0, sizeof(o));
 		o.advised = off;
-		err = detail_range(ctx, ranges[pos].addr, ranges[pos].addr + off,
+		err = detail_range(ctx, walk, ranges[pos].addr, ranges[pos].addr + off,
 				   ranges[pos].addr + len, &o);
 		if (err) {
 			reports_not_attempted(ctx, ranges, pos, n, reports);
@@ -545,6 +567,28 @@ detail:
 		}
 	}
 	return (int)ok;
+}
+
+/* The rest of a call from its first range to explain on, with the walk it opens. */
+static __attribute__((noinline)) int engine_detailed(const struct apply_ctx *ctx,
+						      const struct thp_range *ranges, size_t n,
+						      struct thp_report *reports, size_t pos,
+						      uint64_t off, size_t ok)
+{
+	struct thp_vma_walk *walk = NULL;
+	int r = engine_run(ctx, ranges, n, reports, pos, off, ok, true, &walk);
+
+	if (walk) {
+		vma_walk_close(walk);
+		free(walk);
+	}
+	return r;
+}
+
+int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges, size_t n,
+		 struct thp_report *reports)
+{
+	return engine_run(ctx, ranges, n, reports, 0, 0, 0, false, NULL);
 }
 
 /*

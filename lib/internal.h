@@ -189,6 +189,8 @@ struct line_reader {
 
 /* Read @fd from its start (the fuzz target feeds text through a memfd). */
 void line_reader_init(struct line_reader *lr, int fd);
+/* Read the same file again from its start, keeping its descriptor and buffer. */
+void line_reader_rewind(struct line_reader *lr);
 /*
  * Open /proc/self/@file or /proc/PID/@file of @t for line_reader_next().
  * 0 or -errno (the detail set; a remote target's missing file is -ESRCH).
@@ -368,6 +370,7 @@ struct thp_vma_walk {
 	bool use_query;          /* PROCMAP_QUERY, else text parse */
 	bool have_last;          /* text mode: @last is the last mapping read */
 	struct thp_vma last;
+	uint64_t asked;          /* text mode: the highest @addr asked since the start */
 };
 
 /*
@@ -378,9 +381,10 @@ struct thp_vma_walk {
 int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t, bool full);
 /*
  * Next mapping that ends above @addr (the one covering it or the next one).
- * Returns 1 and fills @v, 0 at the end, -errno on failure.  Text mode only
- * moves forward: @addr must not decrease between calls (the same @addr, or
- * one inside the mapping last returned, gives that mapping again).
+ * Returns 1 and fills @v, 0 at the end, -errno on failure.  Text mode reads
+ * forward: the same @addr, a higher one, or one inside the mapping last
+ * returned costs no more than the lines it skips; a lower one reads the
+ * text again from its start.
  */
 int vma_walk_next(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v);
 void vma_walk_close(struct thp_vma_walk *w);

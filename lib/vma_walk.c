@@ -105,18 +105,23 @@ int maps_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end
 	return 0;
 }
 
-void line_reader_init(struct line_reader *lr, int fd)
+void line_reader_rewind(struct line_reader *lr)
 {
-	lr->fd = fd;
 	lr->len = lr->pos = 0;
 	lr->off = 0;
 	lr->eof = false;
 	lr->skip_rest = false;
+	lr->scan = 0;
+	lr->nl_mask = 0;
+}
+
+void line_reader_init(struct line_reader *lr, int fd)
+{
+	lr->fd = fd;
 	lr->buf = lr->small;
 	lr->cap = sizeof(lr->small);
 	lr->lent = false;
-	lr->scan = 0;
-	lr->nl_mask = 0;
+	line_reader_rewind(lr);
 }
 
 void line_reader_grow(struct line_reader *lr, size_t cap)
@@ -299,6 +304,7 @@ int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t, bool full)
 	/* Until a walk has asked the kernel, try the ioctl: walk_query() learns. */
 	w->use_query = !full && caps_procmap_query() != 0;
 	w->have_last = false;
+	w->asked = 0;
 	return 0;
 }
 
@@ -331,6 +337,19 @@ static int walk_text(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
 	size_t len = 0;
 	int r;
 
+	/*
+	 * Lines skipped so far ended at or below an address asked before: a
+	 * lower @addr (the engine's next range may start below the last one)
+	 * reads the text again from its start, unless the last mapping covers
+	 * it.
+	 */
+	if (addr < w->asked && !(w->have_last && w->last.start <= addr && addr < w->last.end)) {
+		line_reader_rewind(&w->text);
+		w->have_last = false;
+		w->asked = addr;
+	}
+	if (addr > w->asked)
+		w->asked = addr;
 	if (w->have_last && w->last.end > addr) {
 		*v = w->last;
 		return 1;

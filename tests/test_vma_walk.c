@@ -111,6 +111,98 @@ START_TEST(walk_starts_mid_mapping)
 }
 END_TEST
 
+/* The first of @n mappings that ends above @addr, as vma_walk_next() must answer. */
+static int covering_or_next(const struct thp_vma *m, size_t n, uint64_t addr, struct thp_vma *v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (m[i].end > addr) {
+			*v = m[i];
+			return 1;
+		}
+	return 0;
+}
+
+/*
+ * One walk kept open for look-ups in any order, as the engine keeps it for
+ * all the ranges of a call: the text walk reads forward and starts again
+ * from the top for an address below one asked before.  Each answer must be
+ * the covering-or-next mapping of a full walk.  Seeded, so a failure can
+ * be replayed (_i is the seed).
+ */
+START_TEST(walk_in_any_order)
+{
+	static struct thp_vma ref[MAX_VMAS], again[MAX_VMAS];
+	struct thp_target t = { .self = true, .pid = getpid(), .pidfd = -1 };
+	static struct thp_vma_walk walker;
+	long ps = sysconf(_SC_PAGESIZE);
+	uint64_t rng = 0x9E3779B97F4A7C15ULL * (uint64_t)(_i + 1), addrs[600];
+	char *blocks[96];
+	size_t n, n2;
+
+	for (int i = 0; i < 96; i++) {
+		blocks[i] = mmap(NULL, (size_t)ps * (1 + (size_t)(i % 3)),
+				 i % 2 ? PROT_READ : PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ck_assert_ptr_ne(blocks[i], MAP_FAILED);
+	}
+	for (int attempt = 1;; attempt++) {
+		bool same = true;
+
+		n = walk(true, ref, MAX_VMAS);
+		ck_assert_uint_le(n, MAX_VMAS);
+		/* Starts, ends, inside, just below, in gaps, 0 and the top, at random. */
+		for (size_t k = 0; k < 600; k++) {
+			const struct thp_vma *m;
+
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			m = &ref[rng % n];
+			switch ((rng >> 32) % 6) {
+			case 0: addrs[k] = m->start; break;
+			case 1: addrs[k] = m->end; break;
+			case 2: addrs[k] = m->start + (rng >> 40) % (m->end - m->start); break;
+			case 3: addrs[k] = m->start - 1; break;
+			case 4: addrs[k] = (rng >> 20) % 5 ? (rng >> 16) << 12 : 0; break;
+			default: addrs[k] = (rng >> 8) & 1 ? ~0ULL : m->end - 1; break;
+			}
+		}
+		for (int q = 0; q < 2; q++) {
+			memset(&walker, 0, sizeof(walker));
+			ck_assert_int_eq(vma_walk_open(&walker, &t, false), 0);
+			walker.use_query = q;
+			for (size_t k = 0; k < 600; k++) {
+				struct thp_vma want, got;
+				int w = covering_or_next(ref, n, addrs[k], &want);
+				int g = vma_walk_next(&walker, addrs[k], &got);
+
+				if (g != w || (w && (got.start != want.start || got.end != want.end))) {
+					same = false;
+					ck_assert_msg(under_valgrind() && attempt < 5,
+						      "seed %d, %s walk, look-up %zu of %#llx: got %d "
+						      "%#llx-%#llx, want %d %#llx-%#llx", _i,
+						      q ? "PROCMAP_QUERY" : "text", k,
+						      (unsigned long long)addrs[k], g,
+						      (unsigned long long)got.start,
+						      (unsigned long long)got.end, w,
+						      (unsigned long long)want.start,
+						      (unsigned long long)want.end);
+					break;
+				}
+			}
+			vma_walk_close(&walker);
+		}
+		/* Under valgrind the tool's mappings may change meanwhile: then again. */
+		n2 = walk(true, again, MAX_VMAS);
+		if (same && n2 == n && !memcmp(again, ref, n * sizeof(ref[0])))
+			break;
+		ck_assert_msg(under_valgrind() && attempt < 5, "the layout changed during the test");
+	}
+	for (int i = 0; i < 96; i++)
+		munmap(blocks[i], (size_t)ps * (1 + (size_t)(i % 3)));
+}
+END_TEST
+
 START_TEST(maps_line_parser)
 {
 	static const char *const bad[] = {
@@ -322,6 +414,7 @@ int main(void)
 
 	tcase_add_test(tc, query_and_text_agree);
 	tcase_add_test(tc, walk_starts_mid_mapping);
+	tcase_add_loop_test(tc, walk_in_any_order, 0, 8);
 	tcase_add_test(tc, maps_line_parser);
 	tcase_add_loop_test(tc, maps_line_parser_random, 0, 8);
 	tcase_add_loop_test(tc, smaps_readers_agree, 0, 6);
