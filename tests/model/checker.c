@@ -420,7 +420,12 @@ static int snap_read(struct snapshot *s)
 			continue;
 		line[len] = 0;
 		len = 0;
-		{
+		/*
+		 * A header starts with a lower-case hex digit, a field with a
+		 * capital: sscanf() only for headers.  Under TCG, sscanf() on
+		 * every line was 40% of the time a guest took to read smaps.
+		 */
+		if ((line[0] >= '0' && line[0] <= '9') || (line[0] >= 'a' && line[0] <= 'f')) {
 			unsigned long long a, b, off, ino;
 			char perms[8];
 			unsigned int maj, mn;
@@ -535,6 +540,7 @@ static void arena_from_snap(struct model_arena *a, const struct snapshot *s)
 struct run_cfg {
 	unsigned int backend;
 	bool text_walk;
+	bool fork_check; /* also compare a forked child's smaps with the model */
 };
 
 static char why[1024];
@@ -1214,9 +1220,11 @@ static void run_child(const struct case_spec *c, const struct run_cfg *r, uint64
 	else if (!backend_offered(c, r->backend))
 		ok = run_refused(c, r, &a);
 	else if (c->req == REQ_ALL)
-		ok = run_all(c, r, &a) && check_smaps(&a, "after the call") && check_forked(&a);
+		ok = run_all(c, r, &a) && check_smaps(&a, "after the call") &&
+		     (!r->fork_check || check_forked(&a));
 	else
-		ok = run_ranges(c, r, &a) && check_smaps(&a, "after the call") && check_forked(&a);
+		ok = run_ranges(c, r, &a) && check_smaps(&a, "after the call") &&
+		     (!r->fork_check || check_forked(&a));
 	(void)ok;
 out:
 	if (why[0] && write(wfd, why, strlen(why)) < 0)
@@ -1231,6 +1239,7 @@ static const unsigned int all_backends[] = { THP_BACKEND_AUTO, THP_BACKEND_PMADV
 static void case_child(const struct case_spec *c, int wfd)
 {
 	uint64_t base = build(c);
+	size_t nr_runs = 0, fork_run;
 	char msg[1200];
 
 	if (!base) {
@@ -1239,9 +1248,19 @@ static void case_child(const struct case_spec *c, int wfd)
 			_exit(2);
 		_exit(3);
 	}
+	/*
+	 * A forked child inherits the mappings, flags and all: its smaps is
+	 * compared with the model in one configuration a case, a different
+	 * one from seed to seed (each fork and smaps read cost a TCG guest
+	 * about 3 ms; in every configuration they were a third of its time).
+	 */
+	for (size_t b = 0; b < sizeof(all_backends) / sizeof(all_backends[0]); b++)
+		nr_runs += backend_offered(c, all_backends[b]) ? 1 + !!pinfo.procmap_query : 0;
+	fork_run = nr_runs ? (size_t)(c->seed % nr_runs) : 0;
+	nr_runs = 0;
 	for (size_t b = 0; b < sizeof(all_backends) / sizeof(all_backends[0]); b++)
 		for (int text = 0; text < 2; text++) {
-			struct run_cfg r = { all_backends[b], text };
+			struct run_cfg r = { all_backends[b], text, false };
 			int p[2], st;
 			pid_t pid;
 			ssize_t n;
@@ -1252,6 +1271,8 @@ static void case_child(const struct case_spec *c, int wfd)
 			/* A policy sequence is the process's own: once, through AUTO. */
 			if (c->req == REQ_POLICY && (b || text != !pinfo.procmap_query))
 				continue;
+			if (backend_offered(c, r.backend))
+				r.fork_check = nr_runs++ == fork_run;
 			if (pipe(p))
 				_exit(2);
 			pid = fork();
