@@ -15,7 +15,9 @@
  *     the model (model.c), fed the layout read from /proc/self/smaps just
  *     before the call;
  *   - the model's VmFlags (hg/nh) for every page, and THPeligible, with
- *     /proc/self/smaps after the call, in the process and in a forked child;
+ *     /proc/self/smaps after the call, in the process and (in one
+ *     configuration a case, a different one from seed to seed) in a forked
+ *     child;
  *   - for COLLAPSE, the truth of each extent (PMD-mapped huge page or not,
  *     from pagemap and kpageflags) against the report;
  *   - for a policy sequence (1 to 8 thp_set_default()/thp_get_default()
