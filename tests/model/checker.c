@@ -1057,8 +1057,9 @@ static bool check_children(const struct model_policy_state *s)
 /*
  * A sanitizer's runtime maps, unmaps and maps again memory of its own
  * (its allocator's regions) whenever it runs: under one, only the case's
- * arena and the probe mapping are the checker's to judge, and mappings
- * that appear during a call may have been advised by it.
+ * arena and the probe mapping are the checker's to judge.  (Mappings that
+ * appear during a call may have been advised by it in every build:
+ * check_existing().)
  */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define UNDER_SANITIZER 1
@@ -1526,15 +1527,21 @@ enum { KIND_RANGES, KIND_MANY, KIND_BIG, KIND_COLLAPSE, KIND_ALL, KIND_POLICY, K
 static const char *const kind_label[KIND_NR] = { "ranges", "100+ ranges", "past 2 GiB",
 						 "COLLAPSE", "apply_all", "policy" };
 
+/* The case's first mapping is past the 2 GiB per-call limit (gen_case()). */
+static bool past_2gib(const struct case_spec *c)
+{
+	return c->maps[0].pages * page > (2ULL << 30);
+}
+
 static int kind_of(const struct case_spec *c)
 {
 	if (c->req == REQ_POLICY)
 		return KIND_POLICY;
 	if (c->req == REQ_ALL)
-		return c->maps[0].pages * page > (2ULL << 30) ? KIND_BIG : KIND_ALL;
+		return past_2gib(c) ? KIND_BIG : KIND_ALL;
 	if (c->advice == THP_ADVICE_COLLAPSE)
 		return KIND_COLLAPSE;
-	if (c->maps[0].pages * page > (2ULL << 30))
+	if (past_2gib(c))
 		return KIND_BIG;
 	return c->nr_ranges >= 100 ? KIND_MANY : KIND_RANGES;
 }
@@ -1603,25 +1610,26 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (uint64_t seed = first; seed < first + cases; seed++) {
 		struct case_spec c;
-		int r;
+		int r, kind;
 
 		gen_case(&c, seed, big_ok);
 		if (verbose || replay) {
 			printf("seed %" PRIu64 ":\n", seed);
 			print_case(stdout, &c);
 		}
+		kind = kind_of(&c);
 		clock_gettime(CLOCK_MONOTONIC, &c0);
 		r = run_case(&c, msg, sizeof(msg));
 		clock_gettime(CLOCK_MONOTONIC, &c1);
-		kind_s[kind_of(&c)] += (double)(c1.tv_sec - c0.tv_sec) +
-				       (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
-		kind_n[kind_of(&c)]++;
+		kind_s[kind] += (double)(c1.tv_sec - c0.tv_sec) +
+				(double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+		kind_n[kind]++;
 		done++;
 		by_advice[c.advice]++;
 		all_calls += c.req == REQ_ALL;
 		policy_seqs += c.req == REQ_POLICY;
 		many += c.nr_ranges >= 100;
-		big += c.maps[0].pages * page > (2ULL << 30);
+		big += past_2gib(&c);
 		if (r == 3) {
 			unbuildable++;
 			fprintf(stderr, "seed %" PRIu64 ": layout not buildable on this kernel\n", seed);
