@@ -77,9 +77,15 @@ start=$(date +%s)
 # The model checker's long mode: THP_MODEL_VM_CASES=N [THP_MODEL_VM_FIRST=S]
 # runs only tests/model's checker, N cases from seed S, with room for about
 # a second a case (TCG runs one in 0.1-0.2 s).
-limit=90 extra_args= log_name=$label
+limit=90 extra_args= log_name=$label smp=2
 if [ -n "${THP_MODEL_VM_CASES:-}" ]; then
 	log_name=$label.model-long # not a log tables.py reads
+	# One vCPU: the checker runs one process at a time (it waits for its
+	# children), and long runs put a guest on every host core, where a
+	# second vCPU halved its speed: 1,000-case chunks of the fixed RFC took
+	# 98-143 s with one vCPU against 201-312 s with two (two guests on two
+	# cores).  A guest alone: 26-41 s against 29-39 s for 300 cases.
+	smp=1
 	limit=$((90 + THP_MODEL_VM_CASES))
 	extra_args="thp_model_only thp_model_cases=$THP_MODEL_VM_CASES thp_model_first=${THP_MODEL_VM_FIRST:-1}"
 fi
@@ -91,7 +97,7 @@ fi
 # in step across vCPUs); no system call of ours gets there.  Any other crash
 # after the first VMTEST line is a result, not retried.
 for boot in 1 2 3; do
-	timeout $limit qemu-system-x86_64 -accel tcg -nographic -m 1G -smp 2 \
+	timeout $limit qemu-system-x86_64 -accel tcg -nographic -m 1G -smp $smp \
 		-kernel "$kernel" -initrd "$work/initrd.gz" \
 		-append "console=ttyS0 panic=-1 quiet thp_flavour=$flavour thp_kernel=$label $extra_args" \
 		-no-reboot -monitor none -serial stdio -display none </dev/null >"$work/console.log" 2>&1
