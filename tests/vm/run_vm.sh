@@ -83,7 +83,7 @@ if [ -n "${THP_MODEL_VM_CASES:-}" ]; then
 	# One vCPU: the checker runs one process at a time (it waits for its
 	# children), and long runs put a guest on every host core, where a
 	# second vCPU halved its speed: 1,000-case chunks of the fixed RFC took
-	# 98-143 s with one vCPU against 201-312 s with two (two guests on two
+	# 88-143 s with one vCPU against 201-312 s with two (two guests on two
 	# cores).  A guest alone: 26-41 s against 29-39 s for 300 cases.
 	smp=1
 	limit=$((90 + THP_MODEL_VM_CASES))
