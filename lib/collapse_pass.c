@@ -76,8 +76,9 @@ static int validate(struct thp_collapse_opts *o, uint32_t pages_per_pmd)
 
 	if (err)
 		return err;
-	if (o->flags) {
-		report_set_detail("unknown flags 0x%x (none are defined)", o->flags);
+	if (o->flags & ~(THP_COLLAPSE_F_PEER_ONLY | THP_COLLAPSE_F_CHECK_ONLY)) {
+		report_set_detail("unknown flags 0x%x",
+				  o->flags & ~(THP_COLLAPSE_F_PEER_ONLY | THP_COLLAPSE_F_CHECK_ONLY));
 		return -EINVAL;
 	}
 	if (o->reserved0 || o->reserved1) {
@@ -108,10 +109,10 @@ static void reset_results(struct thp_collapse_opts *o)
 	o->elapsed_ns = 0;
 }
 
-static int permission_error(const struct thp_target *t, const char *what)
+static int permission_error(const struct pass *p, const char *what)
 {
 	report_set_detail("not allowed to %s of process %d: that needs ptrace read access (the "
-			  "same user, not a setuid program) and CAP_SYS_NICE", what, (int)t->pid);
+			  "same user, not a setuid program) and CAP_SYS_NICE", what, (int)p->t->pid);
 	return -EPERM;
 }
 
@@ -147,7 +148,7 @@ static int read_smaps(struct pass *p, bool spans, uint64_t *anon_huge)
 
 	r = smaps_open(&sr, p->t, NULL, 0);
 	if (r == -EACCES || r == -EPERM)
-		return permission_error(p->t, "read the mappings");
+		return permission_error(p, "read the mappings");
 	if (r)
 		return r;
 	*anon_huge = 0;
@@ -192,7 +193,7 @@ static int open_pagemap(struct pass *p)
 		snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)p->t->pid);
 	fd = sys_open(path, O_RDONLY);
 	if (fd == -EACCES || fd == -EPERM)
-		return permission_error(p->t, "read the page tables");
+		return permission_error(p, "read the page tables");
 	if (fd == -ENOENT)
 		return -ESRCH;
 	if (fd < 0)
@@ -333,7 +334,7 @@ static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 			o->extents_collapsed++;
 			o->bytes_collapsed += p->pmd;
 		} else if (n == -EPERM) {
-			return permission_error(p->t, "collapse the memory");
+			return permission_error(p, "collapse the memory");
 		} else if (n == -ESRCH) {
 			return -ESRCH;
 		} else {
@@ -408,16 +409,29 @@ THP_API int thp_collapse(struct thp_collapse_opts *opts)
 	err = target_open(opts->pidfd, &t);
 	if (err)
 		return ret_errno(err);
+	memset(&p, 0, sizeof(p));
+	p.o = opts;
+	p.t = &t;
+	p.pagemap_fd = -1;
 	err = target_need_pidfd(&t);
 	if (err)
 		goto out;
+	if (opts->flags & THP_COLLAPSE_F_PEER_ONLY) {
+		err = target_is_peer(&t);
+		if (err == 0)
+			err = -EPERM; /* the detail says why */
+		else if (err == 1)
+			err = 0;
+		if (err)
+			goto out;
+	}
 	if (!t.self) {
 		/* An empty vector passes the kernel's permission checks and touches nothing. */
 		struct iovec none = { 0 };
 		long r = sys_process_madvise(t.pidfd, &none, 1, MADV_COLLAPSE, 0);
 
 		if (r == -EPERM || r == -EACCES) {
-			err = permission_error(&t, "collapse the memory");
+			err = permission_error(&p, "collapse the memory");
 			goto out;
 		}
 		if (r == -ESRCH) {
@@ -425,21 +439,16 @@ THP_API int thp_collapse(struct thp_collapse_opts *opts)
 			goto out;
 		}
 	}
+	if (opts->flags & THP_COLLAPSE_F_CHECK_ONLY)
+		goto out;
 	reset_results(opts);
-	memset(&p, 0, sizeof(p));
-	p.o = opts;
-	p.t = &t;
 	p.pmd = c->pmd_size;
 	p.page = c->page_size;
 	p.min_present = opts->min_present_pages ? opts->min_present_pages
 						: default_min_present(pages_per_pmd);
-	p.pagemap_fd = -1;
 	p.t0 = now_ns();
 	err = run_pass(&p);
 	opts->elapsed_ns = now_ns() - p.t0;
-	if (p.pagemap_fd >= 0)
-		sys_close(p.pagemap_fd);
-	free(p.spans);
 	/* An exited target leaves empty files behind: not a pass with nothing to do. */
 	if (!err || err == -ENOENT)
 		err = target_alive(&t) ? -ESRCH : err;
@@ -448,6 +457,9 @@ THP_API int thp_collapse(struct thp_collapse_opts *opts)
 	if (err == -ESRCH)
 		report_set_detail("the process exited");
 out:
+	if (p.pagemap_fd >= 0)
+		sys_close(p.pagemap_fd);
+	free(p.spans);
 	target_close(&t);
 	return ret_errno(err);
 }

@@ -126,4 +126,19 @@ struct pm_scan_arg {
 #define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
 #endif
 
+/* PIDFD_GET_INFO (6.13; the coredump mask 6.16), from <linux/pidfd.h>. */
+struct thp_pidfd_info {
+	__u64 mask;
+	__u64 cgroupid;
+	__u32 pid, tgid, ppid;
+	__u32 ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+	__s32 exit_code;
+	__u32 coredump_mask;
+	__u32 spare1;
+};
+#define THP_PIDFD_INFO_CREDS (1ULL << 1)
+#define THP_PIDFD_INFO_COREDUMP (1ULL << 4)
+#define THP_PIDFD_COREDUMP_USER (1U << 2) /* dumpable as the user: SUID_DUMP_USER */
+#define THP_PIDFD_GET_INFO _IOWR(0xFF, 11, struct thp_pidfd_info)
+
 #endif /* THP_COMPAT_H */

@@ -96,6 +96,15 @@ int target_alive(const struct thp_target *t);
  */
 int target_thp_disabled(const struct thp_target *t);
 
+/* ---- peer.c: may a rule or a process tree reach this process ---- */
+
+/*
+ * 1 when @t is the caller's peer (same real, effective and saved user and
+ * group IDs as this thread's filesystem IDs, and dumpable), 0 when not
+ * (the detail says why), -ESRCH or another -errno.
+ */
+int target_is_peer(const struct thp_target *t);
+
 /* ---- validate.c: request checks done before any system call ---- */
 
 int validate_advice(int advice);

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,6 +76,27 @@ int sys_pidfd_poll_exited(int pidfd)
 	if (n < 0)
 		return n;
 	return n > 0 && (p.revents & POLLIN) ? 1 : 0;
+}
+
+/* An invalid ID changes nothing and returns the current one. */
+unsigned int sys_fsuid(void)
+{
+	return (unsigned int)setfsuid((uid_t)-1);
+}
+
+unsigned int sys_fsgid(void)
+{
+	return (unsigned int)setfsgid((gid_t)-1);
+}
+
+int sys_file_owner(const char *path, unsigned int *uid)
+{
+	struct stat st;
+	int r = (int)SYSRET(stat(path, &st));
+
+	if (!r)
+		*uid = st.st_uid;
+	return r;
 }
 
 int sys_open(const char *path, int flags)

@@ -19,6 +19,11 @@ long sys_prctl(int option, unsigned long a2, unsigned long a3,
 int sys_pidfd_open(pid_t pid, unsigned int flags);
 /* 1 when the pidfd's process has exited (zombie or reaped), 0 if not, -errno. */
 int sys_pidfd_poll_exited(int pidfd);
+/* This thread's filesystem user and group IDs (what the kernel's access checks use). */
+unsigned int sys_fsuid(void);
+unsigned int sys_fsgid(void);
+/* The owner of @path. */
+int sys_file_owner(const char *path, unsigned int *uid);
 int sys_open(const char *path, int flags);
 int sys_close(int fd);
 long sys_ioctl(int fd, unsigned long req, void *arg);

@@ -398,11 +398,32 @@ struct thp_query_opts {
  */
 THP_API int thp_query(struct thp_query_opts *opts);
 
+/**
+ * thp_collapse() flag: act on the target only if it is the caller's peer,
+ * a process the caller's own user could read without privilege: its real,
+ * effective and saved user and group IDs are the calling thread's
+ * filesystem user and group IDs, and it is dumpable (not a set-user-ID,
+ * set-group-ID or file-capability program, not made non-dumpable).
+ * Otherwise -EPERM before anything is read or changed, the detail saying
+ * which.  Checked at the start of the call, through the pidfd where the
+ * kernel can (6.13+); before 6.16 a process running as root that made
+ * itself non-dumpable cannot be told from a dumpable one.  For processes
+ * reached by a rule or as part of a process tree, not named by an
+ * operator.
+ */
+#define THP_COLLAPSE_F_PEER_ONLY (1u << 0)
+/**
+ * thp_collapse() flag: only the permission checks (the kernel's, and
+ * THP_COLLAPSE_F_PEER_ONLY if given): 0 when the pass would be allowed,
+ * nothing read beyond the target's credentials, no result field written.
+ */
+#define THP_COLLAPSE_F_CHECK_ONLY (1u << 1)
+
 /** Options and results of thp_collapse(). */
 struct thp_collapse_opts {
 	uint64_t sz;                 /**< sizeof(struct thp_collapse_opts) */
 	int32_t pidfd;               /**< Target process: THP_SELF or a pidfd. */
-	uint32_t flags;              /**< Zero (no flags defined). */
+	uint32_t flags;              /**< THP_COLLAPSE_F_* flags. */
 	/**
 	 * Collapse a 2 MiB extent only when at least this many of its base
 	 * pages are resident (1 .. pages per huge page); 0: follow the kernel's
@@ -451,8 +472,11 @@ struct thp_collapse_opts {
  * vanish or change while the pass runs are reported as refused, not fatal.
  *
  * Another process needs the kernel's permission: ptrace read access (same
- * user, not a setuid program) and CAP_SYS_NICE.  Without it the call fails
- * with -EPERM before anything is done, and thp_strerror_detail() says which.
+ * user, not a setuid program, or CAP_SYS_PTRACE) and CAP_SYS_NICE.  Without
+ * it the call fails with -EPERM before anything is done, and
+ * thp_strerror_detail() says which.  A caller with CAP_SYS_PTRACE (root)
+ * reaches every process; THP_COLLAPSE_F_PEER_ONLY limits it to its peers.
+ * Without that flag, what the caller names is the caller's choice.
  * A caller that does not know the target's default policy must not run
  * this over a process whose policy is nohuge: on mainline a nohuge default
  * (PR_THP_DISABLE_EXCEPT_ADVISED) is not visible from outside.
