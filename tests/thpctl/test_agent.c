@@ -15,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <linux/capability.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -433,6 +437,298 @@ START_TEST(no_agent_unprivileged)
 }
 END_TEST
 
+
+/* ---- The peer rule: which processes of the tree the agent acts on ---- */
+
+/* AnonHugePages of /proc/PID/smaps_rollup, in kB. */
+static unsigned long long rollup_huge_kb(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	f = fopen(path, "re");
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "AnonHugePages: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* A directory that set-user-ID bits and file capabilities work in, readable by all. */
+static void make_exec_dir(char *dir, size_t len)
+{
+	const char *base = getenv("THP_TEST_SUID_DIR") ? getenv("THP_TEST_SUID_DIR") : "/tmp";
+	struct statvfs v;
+
+	ck_assert_int_eq(statvfs(base, &v), 0);
+	ck_assert_msg(!(v.f_flag & ST_NOSUID), "%s is mounted nosuid: set THP_TEST_SUID_DIR", base);
+	snprintf(dir, len, "%s/thp-peer-XXXXXX", base);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+}
+
+/* Copy @src to @dir/@name, owned by root, with @mode. */
+static void copy_exec(const char *src, const char *dir, const char *name, mode_t mode, char *dst,
+		      size_t len)
+{
+	char buf[65536];
+	int in = open(src, O_RDONLY | O_CLOEXEC), out;
+	ssize_t n;
+
+	snprintf(dst, len, "%s/%s", dir, name);
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+	ck_assert_msg(in >= 0 && out >= 0, "copy %s: %s", src, strerror(errno));
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		ck_assert_int_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+	ck_assert_int_eq(chown(dst, 0, 0), 0);
+	ck_assert_int_eq(chmod(dst, mode), 0);
+}
+
+/* CAP_SYS_NICE, permitted and effective, as a file capability on @path (setcap's format). */
+static void give_cap_sys_nice(const char *path)
+{
+	struct vfs_cap_data d;
+
+	memset(&d, 0, sizeof(d));
+	d.magic_etc = VFS_CAP_REVISION_2 | VFS_CAP_FLAGS_EFFECTIVE;
+	d.data[CAP_SYS_NICE / 32].permitted = 1u << (CAP_SYS_NICE % 32);
+	ck_assert_msg(setxattr(path, "security.capability", &d, sizeof(d), 0) == 0,
+		      "file capability on %s: %s", path, strerror(errno));
+}
+
+struct tree {
+	pid_t thpctl;
+	int in, out, err;
+	FILE *lines;
+	char name[8][32];
+	pid_t pid[8];
+	int n;
+};
+
+/* "thpctl run --policy huge" over /bin/sh -c @script as @uid; read @members ready lines. */
+static void tree_start(struct tree *t, const char *thpctl, const char *script, uid_t uid,
+		       int members)
+{
+	static char preload[4200];
+	/* A copy of thpctl does not find the build tree's preload by its own path. */
+	const char *const env[] = { "ASAN_OPTIONS=detect_leaks=0", preload, NULL };
+	char *argv[] = { (char *)thpctl, "run", "--policy", "huge", "--collapse-interval", "0.1",
+			 "--collapse-verbose", "--", "/bin/sh", "-c", (char *)script, NULL };
+	struct spawn_opts o = { .uid = uid, .env = env, .stdin_fd = -1, .stdout_fd = -1 };
+	int pin[2];
+	char line[256];
+
+	memset(t, 0, sizeof(*t));
+	snprintf(preload, sizeof(preload), "THPCTL_PRELOAD=%s", env_path("THP_PRELOAD"));
+	ck_assert(pipe2(pin, O_CLOEXEC) == 0);
+	o.stdin_fd = pin[0];
+	t->thpctl = spawn(argv, &o, &t->out, &t->err);
+	close(pin[0]);
+	t->in = pin[1];
+	t->lines = fdopen(t->out, "r");
+	ck_assert_ptr_nonnull(t->lines);
+	for (t->n = 0; t->n < members; t->n++) {
+		ck_assert_msg(fgets(line, sizeof(line), t->lines) != NULL,
+			      "the tree printed %d of %d ready lines", t->n, members);
+		ck_assert_msg(sscanf(line, "ready %d %31s", &t->pid[t->n], t->name[t->n]) == 2,
+			      "unexpected line \"%s\"", line);
+	}
+}
+
+static pid_t tree_pid(const struct tree *t, const char *name)
+{
+	for (int i = 0; i < t->n; i++)
+		if (!strcmp(t->name[i], name))
+			return t->pid[i];
+	ck_abort_msg("no member %s", name);
+	return -1;
+}
+
+/* End the tree: its stderr (the agent's verbose lines) in @r. */
+static void tree_stop(struct tree *t, struct run *r)
+{
+	close(t->in);
+	collect(fileno(t->lines), t->err, r);
+	fclose(t->lines);
+	ck_assert_int_eq(wait_status(t->thpctl), 0);
+}
+
+/*
+ * The peer member becomes huge; each other one keeps 0 kB huge through
+ * many passes after that, and the agent says once that it left it alone.
+ */
+static void assert_only_peer_collapsed(struct tree *t, const char *const *others, int n)
+{
+	pid_t peer = tree_pid(t, "peer");
+	unsigned long long kb = 0;
+	struct run r;
+
+	for (int i = 0; i < 100 && kb < 60 * 1024; i++) {
+		sleep_ms(100);
+		kb = rollup_huge_kb(peer);
+	}
+	ck_assert_msg(kb >= 60 * 1024, "the peer member: %llu kB huge", kb);
+	sleep_ms(1000); /* ten more passes */
+	for (int i = 0; i < n; i++)
+		ck_assert_msg(rollup_huge_kb(tree_pid(t, others[i])) == 0, "%s: %llu kB huge",
+			      others[i], rollup_huge_kb(tree_pid(t, others[i])));
+	tree_stop(t, &r);
+	for (int i = 0; i < n; i++) {
+		char said[64];
+
+		snprintf(said, sizeof(said), "pid %d: left alone: ", (int)tree_pid(t, others[i]));
+		ck_assert_msg(strstr(r.err, said), "%s: not said: %s", others[i], r.err);
+	}
+	ck_assert_msg(!strstr(r.err, "collapsed 0 extents"), "%s", r.err);
+}
+
+static const char *const non_peers[] = { "other-user", "setuid", "nondumpable" };
+
+/* As root: another uid, a set-user-ID-root program run by another user, non-dumpable. */
+START_TEST(agent_peers_only_root)
+{
+	char dir[256], suid[300], script[2048];
+	const char *p = env_path("PEER_TARGET");
+	struct tree t;
+
+	require_madvise_mode();
+	make_exec_dir(dir, sizeof(dir));
+	copy_exec(p, dir, "peer_target_suid", 04755, suid, sizeof(suid));
+	snprintf(script, sizeof(script),
+		 /* sh gives background commands /dev/null as stdin otherwise. */
+		 "exec 3<&0; %1$s --name peer <&3 &"
+		 " %1$s --gid 65534 --uid 65534 --name other-user <&3 &"
+		 " %1$s --gid 65534 --uid 65534 --exec %2$s --name setuid <&3 &"
+		 " %1$s --dumpable 0 --name nondumpable <&3 &"
+		 " wait", p, suid);
+	tree_start(&t, env_path("THPCTL"), script, 0, 4);
+	assert_only_peer_collapsed(&t, non_peers, 3);
+	unlink(suid);
+	rmdir(dir);
+}
+END_TEST
+
+/* As a user whose thpctl has only CAP_SYS_NICE (a file capability on a copy). */
+START_TEST(agent_peers_only_cap_sys_nice)
+{
+	char dir[256], suid[300], thpctl[300], script[2048];
+	const char *p = env_path("PEER_TARGET");
+	struct tree t;
+
+	require_madvise_mode();
+	make_exec_dir(dir, sizeof(dir));
+	copy_exec(p, dir, "peer_target_suid", 04755, suid, sizeof(suid));
+	copy_exec(env_path("THPCTL"), dir, "thpctl", 0755, thpctl, sizeof(thpctl));
+	give_cap_sys_nice(thpctl);
+	snprintf(script, sizeof(script),
+		 /* sh gives background commands /dev/null as stdin otherwise. */
+		 "exec 3<&0; %1$s --name peer <&3 &"
+		 " %2$s --gid 65533 --uid 65533 --name other-user <&3 &"
+		 " %2$s --name setuid <&3 &"
+		 " %1$s --dumpable 0 --name nondumpable <&3 &"
+		 " wait", p, suid);
+	tree_start(&t, thpctl, script, 65534, 4);
+	assert_only_peer_collapsed(&t, non_peers, 3);
+	unlink(thpctl);
+	unlink(suid);
+	rmdir(dir);
+}
+END_TEST
+
+/*
+ * A member exits and a new one takes its PID between two passes: the new
+ * process is judged by its own credentials, not by the old entry.
+ */
+START_TEST(agent_pid_reuse)
+{
+	static const char *const specs[] = { "other,peer", "peer,other" };
+	char script[512];
+	struct tree t;
+	struct run r;
+	pid_t first, second;
+	unsigned long long kb = 0;
+
+	require_madvise_mode();
+	snprintf(script, sizeof(script), "exec %s --reuse %s", env_path("PEER_TARGET"),
+		 specs[_i]);
+	tree_start(&t, env_path("THPCTL"), script, 0, 2);
+	first = tree_pid(&t, "first");
+	second = tree_pid(&t, "second");
+	ck_assert_int_eq(first, second);
+	for (int i = 0; i < 50 && kb < 30 * 1024; i++) {
+		sleep_ms(100);
+		kb = rollup_huge_kb(second);
+	}
+	if (_i == 0)
+		ck_assert_msg(kb >= 30 * 1024, "the new peer at PID %d: %llu kB huge", (int)second,
+			      kb);
+	else
+		ck_assert_msg(kb == 0, "the new other user's process at PID %d: %llu kB huge",
+			      (int)second, kb);
+	tree_stop(&t, &r);
+}
+END_TEST
+
+/* The library's side of the rule: thp_collapse() with the peer flags on processes of either kind. */
+START_TEST(collapse_peer_only_flag)
+{
+	char *other_argv[] = { (char *)env_path("PEER_TARGET"), "--gid", "65534", "--uid", "65534",
+			       "--mib", "8", NULL };
+	char *peer_argv[] = { (char *)env_path("PEER_TARGET"), "--mib", "8", NULL };
+	struct workload other, peer;
+	struct thp_collapse_opts o;
+	struct run r;
+	int fd;
+
+	workload_start(&other, other_argv);
+	workload_start(&peer, peer_argv);
+	fd = (int)syscall(SYS_pidfd_open, other.pid, 0);
+	ck_assert_int_ge(fd, 0);
+	/* Root may collapse it; as a peer it may not, and nothing is written. */
+	memset(&o, 0xa5, sizeof(o));
+	o.sz = sizeof(o);
+	o.pidfd = fd;
+	o.flags = THP_COLLAPSE_F_CHECK_ONLY;
+	o.min_present_pages = 0;
+	o.reserved0 = o.reserved1 = 0;
+	o.budget_bytes = o.budget_ns = 0;
+	o.failures = NULL;
+	o.failures_cap = 0;
+	ck_assert_int_eq(thp_collapse(&o), 0);
+	ck_assert_uint_eq(o.extents_collapsed, 0xa5a5a5a5a5a5a5a5ULL);
+	o.flags = THP_COLLAPSE_F_PEER_ONLY | THP_COLLAPSE_F_CHECK_ONLY;
+	ck_assert_int_eq(thp_collapse(&o), -EPERM);
+	ck_assert_msg(strstr(thp_strerror_detail(), "not the caller's peer"), "%s",
+		      thp_strerror_detail());
+	o.flags = THP_COLLAPSE_F_PEER_ONLY;
+	ck_assert_int_eq(thp_collapse(&o), -EPERM);
+	ck_assert_uint_eq(o.extents_collapsed, 0xa5a5a5a5a5a5a5a5ULL);
+	ck_assert_uint_eq(rollup_huge_kb(other.pid), 0);
+	o.flags = 1u << 2;
+	ck_assert_int_eq(thp_collapse(&o), -EINVAL);
+	close(fd);
+	/* The same user, dumpable: a peer, collapsed. */
+	fd = (int)syscall(SYS_pidfd_open, peer.pid, 0);
+	ck_assert_int_ge(fd, 0);
+	o.pidfd = fd;
+	o.flags = THP_COLLAPSE_F_PEER_ONLY;
+	ck_assert_int_ge(thp_collapse(&o), 0);
+	ck_assert_uint_eq(o.anon_huge_after, (unsigned long long)rollup_huge_kb(peer.pid) << 10);
+	close(fd);
+	/* Its own process is every caller's peer. */
+	o.pidfd = THP_SELF;
+	o.flags = THP_COLLAPSE_F_PEER_ONLY | THP_COLLAPSE_F_CHECK_ONLY;
+	ck_assert_int_eq(thp_collapse(&o), 0);
+	ck_assert_int_eq(workload_stop(&other, &r), 0);
+	ck_assert_int_eq(workload_stop(&peer, &r), 0);
+}
+END_TEST
+
 static Suite *agent_suite(void)
 {
 	Suite *s = suite_create("agent");
@@ -454,6 +750,10 @@ static Suite *agent_suite(void)
 	tcase_add_test(tc, collapse_not_permitted);
 	tcase_add_test(tc, bad_command_lines);
 	tcase_add_test(tc, no_agent_unprivileged);
+	tcase_add_test(tc, agent_peers_only_root);
+	tcase_add_test(tc, agent_peers_only_cap_sys_nice);
+	tcase_add_loop_test(tc, agent_pid_reuse, 0, 2);
+	tcase_add_test(tc, collapse_peer_only_flag);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -9,16 +9,26 @@
  * interval, forwarding signals to CMD, and exiting with CMD's status once
  * every process of the tree is gone.
  *
+ * Which processes of the tree it acts on: only CMD's user's peers
+ * (THP_COLLAPSE_F_PEER_ONLY: the same real, effective and saved user and
+ * group IDs as thpctl, and dumpable), as root as well as with CAP_SYS_NICE
+ * alone.  Not another user's process, not a set-user-ID, set-group-ID or
+ * file-capability program (AT_SECURE: the preload does not reach those
+ * either), not one made non-dumpable; nothing of theirs is read, their
+ * environment included.  Each pass asks again: credentials change with
+ * exec() and setuid().
+ *
  * A descendant started with another policy (a nested "thpctl run", which
  * sets THPCTL_RUN_POLICY; read from /proc/PID/environ every pass, as it
  * changes with exec()) is left alone; one whose THP is disabled is
- * skipped by the pass itself; one the kernel does not let us touch (setuid,
- * another user) is dropped after the first EPERM.
+ * skipped by the pass itself.  Processes are known by pidfd: a PID that a
+ * new process took over between two passes is a new entry.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +48,7 @@
 struct tracked {
 	pid_t pid;
 	int pidfd;
-	bool denied; /* the kernel refused (EPERM): stays so */
+	bool denied; /* not CMD's user's peer at the last pass (said once) */
 	bool seen;   /* found in this pass's walk */
 };
 
@@ -109,6 +119,23 @@ static bool other_policy(pid_t pid)
 	return other;
 }
 
+/* A pidfd polls readable once its process has exited. */
+static bool pidfd_exited(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+/* 0 when the agent may read and collapse this process at all, -EPERM if not. */
+static int peer_check(int pidfd)
+{
+	struct thp_collapse_opts o = { .sz = sizeof(o), .pidfd = pidfd,
+				       .flags = THP_COLLAPSE_F_PEER_ONLY | THP_COLLAPSE_F_CHECK_ONLY };
+
+	return thp_collapse(&o);
+}
+
 static struct tracked *find(struct agent *a, pid_t pid)
 {
 	for (size_t i = 0; i < a->nr; i++)
@@ -140,6 +167,12 @@ static void track(struct agent *a, pid_t pid, pid_t parent)
 	struct tracked *t = find(a, pid);
 	int fd;
 
+	if (t && pidfd_exited(t->pidfd)) {
+		/* Its process is gone and a new one has the PID: judged afresh. */
+		close(t->pidfd);
+		*t = a->procs[--a->nr];
+		t = NULL;
+	}
 	if (t) {
 		t->seen = true;
 		return;
@@ -210,6 +243,7 @@ static void walk(struct agent *a, pid_t pid, int depth)
 static void pass(struct agent *a)
 {
 	struct collapse_settings s = *a->s;
+	s.flags |= THP_COLLAPSE_F_PEER_ONLY;
 	struct thp_report fail[COLLAPSE_FAILURES_CAP];
 	struct thp_collapse_opts o;
 	uint64_t t0 = now_ns();
@@ -220,6 +254,7 @@ static void pass(struct agent *a)
 	walk(a, getpid(), 0);
 	for (size_t i = 0; i < a->nr; i++) {
 		struct tracked *t = &a->procs[i];
+		bool was_denied = t->denied;
 		int r;
 
 		if (!t->seen) {
@@ -231,7 +266,16 @@ static void pass(struct agent *a)
 		 * Read again every pass, not once: a process seen before it
 		 * exec()ed into a nested "thpctl run" has the new policy now.
 		 */
-		if (t->denied || other_policy(t->pid))
+		r = peer_check(t->pidfd);
+		if (r == -EPERM) {
+			if (a->verbose && !was_denied)
+				fprintf(stderr, "thpctl: agent: pid %d: left alone: %s\n",
+					(int)t->pid, thp_strerror_detail());
+			a->procs[keep - 1].denied = true;
+			continue;
+		}
+		a->procs[keep - 1].denied = false;
+		if (r || other_policy(t->pid))
 			continue;
 		/* The budget is for the whole tree's pass. */
 		if (a->s->budget_ns) {
@@ -248,12 +292,6 @@ static void pass(struct agent *a)
 										    : s.budget_bytes - 1;
 			if (a->verbose && (o.extents_collapsed || o.extents_failed))
 				collapse_print_text(stderr, t->pid, &o, fail);
-		} else if (r == -EPERM || r == -EOPNOTSUPP) {
-			/* Setuid, another user, or no CAP_SYS_NICE: stays so. */
-			a->procs[keep - 1].denied = true;
-			if (a->verbose)
-				fprintf(stderr, "thpctl: agent: pid %d: %s: %s\n", (int)t->pid,
-					thp_strerror(r), thp_strerror_detail());
 		} else if (r != -ESRCH && a->verbose) {
 			fprintf(stderr, "thpctl: agent: pid %d: %s\n", (int)t->pid, thp_strerror(r));
 		}

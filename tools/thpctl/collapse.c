@@ -24,6 +24,7 @@ int collapse_once(int pidfd, const struct collapse_settings *s, struct thp_colla
 	memset(o, 0, sizeof(*o));
 	o->sz = sizeof(*o);
 	o->pidfd = pidfd;
+	o->flags = s->flags;
 	o->min_present_pages = s->min_present;
 	o->budget_bytes = s->budget_bytes;
 	o->budget_ns = s->budget_ns;
