@@ -37,7 +37,7 @@ if [ ! -r "$kernel" ]; then
 	distro/*)
 		# The Debian kernels: from the cache, fetched from Debian's
 		# archive on first use (fetch_kernels.sh, pinned in kernels.lock).
-		echo "$kernel not found: taking ${image#distro/} from Debian's archive (tests/vm/fetch_kernels.sh)"
+		echo "$kernel not found: tests/vm/fetch_kernels.sh gives it (Debian's archive, cached)"
 		got=$(bash "$src_root/tests/vm/fetch_kernels.sh" "${image#distro/}")
 		rc=$?
 		if [ $rc != 0 ]; then
