@@ -7,6 +7,8 @@
 # ldd names for it, and into /vmtest.conf, where vm_init finds it.
 # The guest's VMTEST lines are kept in BUILD_DIR/vm-logs/LABEL.txt for
 # tests/vm/tables.py.
+# A Debian image (distro/...) missing there comes from fetch_kernels.sh's
+# cache (Debian's archive).
 # Exit: 0 all checks passed, 1 failure, 77 kernel not available (skip; 1 under CI=true).
 set -u
 build_dir=$1 vm_init=$2 image=$3 flavour=$4 kdir_opt=${5:-} label=${6:-$4}
@@ -20,18 +22,50 @@ else
 	kdir=$src_root/../shared/kernels
 fi
 kernel=$kdir/$image
-
-if [ ! -r "$kernel" ]; then
-	echo "test kernel $kernel not found." >&2
-	echo "The VM tests need bzImage-6.12-stock, bzImage-6.12-rfc, bzImage-6.12-rfc-fixed and the" >&2
-	echo "Debian kernels in distro/ (see shared/kernels/README.md and distro/README.md next to" >&2
-	echo "the source tree); point to them with" >&2
-	echo "meson configure -Dkernels_dir=DIR or THP_KERNELS_DIR=DIR." >&2
+# A skipped kernel leaves no log: tables.py checks the kernels that ran.
+[ -z "${THP_MODEL_VM_CASES:-}" ] && rm -f "${build_dir%/}/vm-logs/$label.txt"
+skip() {
 	if [ "${CI:-}" = true ]; then
-		echo "CI=true: a missing kernel is a failure, not a skip." >&2
+		echo "CI=true: a kernel that cannot be had is a failure, not a skip." >&2
 		exit 1
 	fi
 	exit 77
+}
+
+if [ ! -r "$kernel" ]; then
+	case $image in
+	distro/*)
+		# The Debian kernels: from the cache, fetched from Debian's
+		# archive on first use (fetch_kernels.sh, pinned in kernels.lock).
+		echo "$kernel not found: tests/vm/fetch_kernels.sh gives it (Debian's archive, cached)"
+		got=$(bash "$src_root/tests/vm/fetch_kernels.sh" "${image#distro/}")
+		rc=$?
+		if [ $rc != 0 ]; then
+			echo "Debian kernel ${image#distro/} not available (fetch_kernels.sh exit $rc);" >&2
+			echo "without network, put the images of tests/vm/kernels.lock in DIR/distro/ and" >&2
+			echo "meson configure -Dkernels_dir=DIR (or THP_KERNELS_DIR=DIR)." >&2
+			[ $rc = 77 ] && skip
+			exit 1
+		fi
+		read -r _ kernel pkg ver how <<<"$got"
+		if [ "$how" = pinned ]; then
+			echo "Debian package: $pkg $ver (pinned in tests/vm/kernels.lock, sha256 checked)"
+		else
+			echo "Debian package: $pkg $ver, NOT the pinned kernel: Debian no longer serves" \
+				"the pin of tests/vm/kernels.lock; tables.py leaves this column unchecked"
+		fi
+		;;
+	*)
+		echo "test kernel $kernel not found." >&2
+		echo "The 6.12 test kernels (bzImage-6.12-stock, -rfc, -rfc-fixed) are built, not" >&2
+		echo "downloaded: Debian's linux-source-6.12 (6.12.118-1~deb12u1), make tinyconfig plus" >&2
+		echo "the options of shared/kernels/kernel.config, no modules; -rfc adds the RFC ports" >&2
+		echo "in shared/kernels/patches 0000-0006 and 0101-0104, -rfc-fixed also 0201-0204" >&2
+		echo "(shared/kernels/README.md, in the project's shared/ folder next to the source" >&2
+		echo "tree).  Point to them with meson configure -Dkernels_dir=DIR or THP_KERNELS_DIR=DIR." >&2
+		skip
+		;;
+	esac
 fi
 if ! command -v qemu-system-x86_64 >/dev/null; then
 	echo "qemu-system-x86_64 not found (apt install qemu-system-x86)" >&2
