@@ -161,7 +161,7 @@ int model_apply_ranges(struct model_arena *a, const struct thp_range *ranges, si
 {
 	bool skip = flags & THP_F_SKIP_ERRORS;
 	struct collapse_ctx cx = { a, skip, extent, arg, NULL, 0 };
-	/* README: SKIP_ERRORS implies NO_ERROR_ON_UNMAPPED. */
+	/* doc/reference.md: SKIP_ERRORS implies NO_ERROR_ON_UNMAPPED. */
 	bool gaps_ok = skip || (flags & THP_F_NO_ERROR_ON_UNMAPPED);
 	int ok = 0;
 
@@ -185,7 +185,7 @@ int model_apply_ranges(struct model_arena *a, const struct thp_range *ranges, si
 		r->attempted = 1;
 		/*
 		 * Gaps: ENOMEM unless NO_ERROR_ON_UNMAPPED, yet "the mapped parts
-		 * of that range are still advised and reported" (README), and
+		 * of that range are still advised and reported" (doc/reference.md), and
 		 * bytes_unmapped counts every hole, also after a failure.
 		 */
 		for (size_t p = first; p < end; p++) {

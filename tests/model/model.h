@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The reference model of libthp's documented semantics (README "Error
+ * The reference model of libthp's documented semantics (doc/reference.md "Error
  * semantics", thp.h, thp_apply_ranges(3), thp_apply_all(3),
  * thp_set_default(3)), written from the documents alone: no code of the
  * library's engine is used here.

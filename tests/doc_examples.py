@@ -1,0 +1,246 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Every example a user can copy from README.md and the man pages must work.
+
+    doc_examples.py --source DIR --build DIR --library LIBTHP_SO
+                    --thpctl PATH [--no-python] [--cflag F]... -- CC...
+
+- every ```c block of README.md and every EXAMPLES section of man/*.3 and
+  man/*.7 (as man(1) renders it: what a reader copies, roff escapes
+  resolved) is compiled as a complete program with -Wall -Wextra -Werror
+  against the built library, then run: it must exit 0;
+- every ```python block of README.md runs against the built library (as
+  the python suite does: THP_LIBRARY and PYTHONPATH);
+- every thpctl command line of README.md's ```sh blocks and of thpctl(1)'s
+  EXAMPLES runs with the build's thpctl, PID placeholders replaced by a
+  sleeping child of this script: it must not be refused as a bad command
+  line (exit 2, "Try ...") nor die of a signal.  The program `thpctl run`
+  starts (a reader's server or database) is replaced by true(1) unless it
+  is one of this build's (build/...): what is checked is thpctl.
+
+Nothing here writes the THP sysfs files: the examples touch only their own
+processes and this script's child.
+"""
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+CI = os.environ.get("CI") == "true"
+failures = []
+checked = {"c": 0, "python": 0, "thpctl": 0}
+
+
+def fail(what, why, text=""):
+    failures.append(what)
+    print("FAIL %s: %s" % (what, why))
+    if text:
+        print(textwrap.indent(text.rstrip("\n"), "    | "))
+
+
+def fenced_blocks(path):
+    """(language, first line number, text) of every fenced block."""
+    blocks, lang, start, lines = [], None, 0, []
+    with open(path, encoding="utf-8") as f:
+        for no, line in enumerate(f, 1):
+            m = re.match(r"^```(\w*)\s*$", line)
+            if m and lang is None:
+                lang, start, lines = m.group(1) or "text", no + 1, []
+            elif line.startswith("```") and lang is not None:
+                blocks.append((lang, start, "".join(lines)))
+                lang = None
+            elif lang is not None:
+                lines.append(line)
+    if lang is not None:
+        fail(path, "fenced block from line %d is never closed" % start)
+    return blocks
+
+
+def man_examples(page):
+    """The code blocks of a page's EXAMPLES section, as man(1) shows them."""
+    env = dict(os.environ, LC_ALL="C.UTF-8", MANWIDTH="200")
+    env.pop("MAN_KEEP_FORMATTING", None)
+    out = subprocess.run(["man", "-l", page], env=env, capture_output=True,
+                         text=True, check=False).stdout
+    section, in_ex = [], False
+    for line in out.split("\n"):
+        if re.match(r"^[A-Z]", line):
+            in_ex = line.strip() == "EXAMPLES"
+            continue
+        if in_ex:
+            section.append(line)
+    # Prose is indented 7 columns, .EX blocks (.in +4n) 11 or more.
+    blocks, cur = [], []
+    for line in section + [" x"]:
+        if line.strip() == "" or line.startswith(" " * 11):
+            cur.append(line)
+            continue
+        text = textwrap.dedent("\n".join(cur)).strip("\n")
+        if text:
+            blocks.append(text + "\n")
+        cur = []
+    return blocks
+
+
+def run(cmd, what, timeout=60, **kw):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True,
+                              timeout=timeout, check=False, **kw)
+    except subprocess.TimeoutExpired:
+        fail(what, "did not finish in %d s" % timeout)
+        return None
+
+
+def check_c(what, code, args, tmp):
+    checked["c"] += 1
+    src = os.path.join(tmp, "example%d.c" % checked["c"])
+    exe = src[:-2]
+    with open(src, "w", encoding="utf-8") as f:
+        f.write(code)
+    libdir = os.path.dirname(os.path.abspath(args.library))
+    cmd = args.cc + ["-std=gnu11", "-Wall", "-Wextra", "-Werror"] + args.cflag + [
+        "-I", os.path.join(args.source, "include"), "-o", exe, src,
+        args.library, "-Wl,-rpath," + libdir]
+    r = run(cmd, what + " (compile)", timeout=120)
+    if r is None:
+        return
+    if r.returncode != 0:
+        fail(what, "does not compile as a program (%s)" % " ".join(cmd),
+             r.stderr + "\n" + code)
+        return
+    r = run([exe], what, stdin=subprocess.DEVNULL)
+    if r is None:
+        return
+    if r.returncode != 0:
+        fail(what, "exits %d" % r.returncode, r.stdout + r.stderr)
+    else:
+        print("ok   %s (C program): %s" % (what, r.stdout.strip().split("\n")[-1]))
+
+
+def check_python(what, code, args, tmp):
+    checked["python"] += 1
+    src = os.path.join(tmp, "example%d.py" % checked["python"])
+    with open(src, "w", encoding="utf-8") as f:
+        f.write(code)
+    env = dict(os.environ, THP_LIBRARY=os.path.abspath(args.library),
+               PYTHONPATH=os.path.join(args.source, "bindings", "python"))
+    r = run([sys.executable, src], what, env=env, stdin=subprocess.DEVNULL)
+    if r is None:
+        return
+    if r.returncode != 0:
+        fail(what, "exits %d" % r.returncode, r.stdout + r.stderr + "\n" + code)
+    else:
+        print("ok   %s (Python): %s" % (what, r.stdout.strip().split("\n")[-1]))
+
+
+def thpctl_lines(text):
+    """The thpctl command lines in a shell block (prompts, ExecStart= and
+    comments removed)."""
+    for line in text.split("\n"):
+        line = re.sub(r"^\s*\$\s+", "", line)
+        line = re.sub(r"^ExecStart=", "", line)
+        line = re.sub(r"\s+#.*$", "", line).strip()
+        if not line or line.startswith("#"):
+            continue
+        if os.path.basename(line.split()[0]) == "thpctl":
+            yield line
+
+
+def check_thpctl(what, line, args, pid):
+    checked["thpctl"] += 1
+    words = shlex.split(line.split("|")[0])
+    pipe = line[len(line.split("|")[0]):]
+    out = [args.thpctl]
+    short = None
+    if "--watch" in words:
+        # --watch lasts as long as its target: give it one that exits soon.
+        short = subprocess.Popen(["sleep", "2"])
+        pid = short.pid
+    if len(words) > 1 and words[1] == "run" and "--" in words:
+        cut = words.index("--") + 1
+        if cut < len(words) and not words[cut].startswith("build/"):
+            words = words[:cut] + ["true"]
+    for i, w in enumerate(words[1:], 1):
+        if words[i - 1] in ("-p", "--pid") and (w == "PID" or w.isdigit()):
+            w = str(pid)
+        elif w.startswith("build/"):
+            w = os.path.join(args.build, w[len("build/"):])
+        out.append(w)
+    cmd = " ".join(shlex.quote(w) for w in out) + pipe
+    script = "%s\nexit ${PIPESTATUS[0]}\n" % cmd
+    r = run(["bash", "-c", script], what + ": " + line, stdin=subprocess.DEVNULL)
+    if short is not None:
+        short.kill()
+        short.wait()
+    if r is None:
+        return
+    if r.returncode == 2 or r.returncode >= 128 or 'Try "thpctl' in r.stderr:
+        fail(what + ": " + line, "refused or killed (exit %d)" % r.returncode,
+             r.stdout + r.stderr)
+    else:
+        print("ok   %s: %s (exit %d)" % (what, line, r.returncode))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--source", required=True)
+    p.add_argument("--build", required=True)
+    p.add_argument("--library", required=True)
+    p.add_argument("--thpctl", required=True)
+    p.add_argument("--no-python", action="store_true")
+    p.add_argument("--cflag", action="append", default=[])
+    p.add_argument("cc", nargs="+")
+    args = p.parse_args()
+
+    if shutil.which("man") is None:
+        print("man(1) is not installed: cannot render the man pages")
+        return 1 if CI else 77
+
+    readme = os.path.join(args.source, "README.md")
+    mandir = os.path.join(args.source, "man")
+    # A process for the PID placeholders; it outlives every example
+    # (thpctl collapse --watch ends when it exits).
+    target = subprocess.Popen(["sleep", "600"])
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for lang, line, text in fenced_blocks(readme):
+                what = "README.md:%d" % line
+                if lang == "c":
+                    check_c(what, text, args, tmp)
+                elif lang == "python" and not args.no_python:
+                    check_python(what, text, args, tmp)
+                elif lang == "sh":
+                    for cmd in thpctl_lines(text):
+                        check_thpctl(what, cmd, args, target.pid)
+            for page in sorted(os.listdir(mandir)):
+                path = os.path.join(mandir, page)
+                if re.search(r"\.[37]$", page):
+                    for i, code in enumerate(man_examples(path), 1):
+                        check_c("%s EXAMPLES block %d" % (page, i), code, args, tmp)
+                elif page.endswith(".1"):
+                    for code in man_examples(path):
+                        for cmd in thpctl_lines(code):
+                            check_thpctl(page, cmd, args, target.pid)
+    finally:
+        target.kill()
+        target.wait()
+
+    print("checked %(c)d C programs, %(python)d Python blocks, "
+          "%(thpctl)d thpctl command lines" % checked)
+    # An extractor that finds nothing would pass everything.
+    if checked["c"] < 9 or checked["thpctl"] < 5 or \
+       (not args.no_python and checked["python"] < 1):
+        fail("extraction", "fewer examples found than README and man/ hold")
+    if failures:
+        print("%d example(s) failed" % len(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
