@@ -729,6 +729,35 @@ START_TEST(collapse_peer_only_flag)
 }
 END_TEST
 
+/*
+ * "thpctl collapse -p PID" with no budget finishes the job: 768 MiB of
+ * touched memory at least 90% huge at exit 0, or exit 3 naming what the
+ * kernel refused.
+ */
+START_TEST(collapse_finishes_by_default)
+{
+	char *argv[] = { (char *)env_path("PEER_TARGET"), "--mib", "768", NULL };
+	char pid[16];
+	char *cargv[] = { (char *)env_path("THPCTL"), "collapse", "-p", pid, NULL };
+	struct workload w;
+	struct run r;
+	unsigned long long kb;
+
+	require_madvise_mode();
+	workload_start(&w, argv);
+	snprintf(pid, sizeof(pid), "%d", (int)w.pid);
+	ck_assert_uint_eq(rollup_huge_kb(w.pid), 0);
+	run_cmd(&r, NULL, cargv);
+	kb = rollup_huge_kb(w.pid);
+	ck_assert_msg(r.status == 0 || (r.status == 3 && strstr(r.out, "refused: ")),
+		      "status %d: %s %s", r.status, r.out, r.err);
+	ck_assert_msg(r.status != 0 || kb * 10 >= 768 * 1024 * 9, "%llu kB huge at exit 0: %s",
+		      kb, r.out);
+	ck_assert_msg(strstr(r.out, "0 over budget"), "%s", r.out);
+	ck_assert_int_eq(workload_stop(&w, &r), 0);
+}
+END_TEST
+
 static Suite *agent_suite(void)
 {
 	Suite *s = suite_create("agent");
@@ -754,6 +783,7 @@ static Suite *agent_suite(void)
 	tcase_add_test(tc, agent_peers_only_cap_sys_nice);
 	tcase_add_loop_test(tc, agent_pid_reuse, 0, 2);
 	tcase_add_test(tc, collapse_peer_only_flag);
+	tcase_add_test(tc, collapse_finishes_by_default);
 	suite_add_tcase(s, tc);
 	return s;
 }

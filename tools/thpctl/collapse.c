@@ -159,6 +159,63 @@ static void print_error(pid_t pid, int ret)
 			     *detail ? ": " : "", detail);
 }
 
+/*
+ * A one-off "thpctl collapse" without a budget: passes of the default time
+ * budget one after the other until none leaves an extent over the budget,
+ * so that the whole process is done and a terminal sees progress between
+ * passes.  One report over all passes.
+ */
+static int collapse_to_the_end(pid_t pid, int pidfd, const struct collapse_settings *s, bool json)
+{
+	struct thp_report fail[COLLAPSE_FAILURES_CAP];
+	struct thp_collapse_opts o, total;
+	bool progress = !json && isatty(STDERR_FILENO);
+	int ret, retries = 0;
+
+	for (unsigned long pass = 0;; pass++) {
+		ret = collapse_once(pidfd, s, &o, fail);
+		if (ret < 0)
+			break;
+		if (!pass) {
+			total = o;
+		} else {
+			uint64_t before = total.anon_huge_before;
+
+			total.extents_collapsed += o.extents_collapsed;
+			total.bytes_collapsed += o.bytes_collapsed;
+			total.elapsed_ns += o.elapsed_ns;
+			o.extents_collapsed = total.extents_collapsed;
+			o.bytes_collapsed = total.bytes_collapsed;
+			o.elapsed_ns = total.elapsed_ns;
+			o.anon_huge_before = before;
+			total = o;
+		}
+		/* Done; or no progress; or only refusals (EAGAIN: no free huge page), retried twice. */
+		if ((!o.extents_over_budget && !o.extents_failed) || (pass && !o.extents_collapsed) ||
+		    (!o.extents_over_budget && retries++ == 2))
+			break;
+		if (progress && o.anon_bytes)
+			fprintf(stderr, "\rthpctl: collapse: process %d: %llu of %llu MiB huge (%.0f%%)",
+				(int)pid, (unsigned long long)(o.anon_huge_after >> 20),
+				(unsigned long long)(o.anon_bytes >> 20),
+				100.0 * (double)o.anon_huge_after / (double)o.anon_bytes);
+	}
+	if (progress)
+		fputs("\r\033[K", stderr);
+	if (json)
+		return print_json(pid, ret, ret < 0 ? &o : &total, fail) ? THPCTL_EXIT_FAILURE
+									: ret < 0 ? THPCTL_EXIT_FAILURE
+									: total.extents_failed ? THPCTL_EXIT_PARTIAL
+									: THPCTL_EXIT_OK;
+	if (ret < 0) {
+		print_error(pid, ret);
+		return THPCTL_EXIT_FAILURE;
+	}
+	collapse_print_text(stdout, pid, &total, fail);
+	return total.extents_failed || total.extents_over_budget ? THPCTL_EXIT_PARTIAL
+								   : THPCTL_EXIT_OK;
+}
+
 int thpctl_cmd_collapse(int argc, char **argv)
 {
 	enum { OPT_JSON = 256, OPT_WATCH, OPT_INTERVAL, OPT_BUDGET, OPT_TIME_BUDGET, OPT_MIN };
@@ -177,7 +234,7 @@ int thpctl_cmd_collapse(int argc, char **argv)
 				       .budget_ns = COLLAPSE_DEFAULT_BUDGET_NS };
 	struct thp_report fail[COLLAPSE_FAILURES_CAP];
 	struct thp_collapse_opts o;
-	bool json = false, watch = false, self;
+	bool json = false, watch = false, budget_given = false, self;
 	pid_t pid = 0;
 	const char *why;
 	uint64_t v;
@@ -202,11 +259,13 @@ int thpctl_cmd_collapse(int argc, char **argv)
 								  ? "below 0.01 s" : why);
 			break;
 		case OPT_BUDGET:
+			budget_given = true;
 			if (thpctl_parse_size(optarg, &s.budget_bytes, &why))
 				return thpctl_usage_error("collapse", "invalid budget '%s': %s",
 							  optarg, why);
 			break;
 		case OPT_TIME_BUDGET:
+			budget_given = true;
 			if (collapse_parse_seconds(optarg, &s.budget_ns, &why))
 				return thpctl_usage_error("collapse", "invalid time budget '%s': %s",
 							  optarg, why);
@@ -234,6 +293,11 @@ int thpctl_cmd_collapse(int argc, char **argv)
 	pidfd = thpctl_open_target(&pid, &self);
 	if (pidfd < 0)
 		return THPCTL_EXIT_FAILURE;
+	if (!watch && !budget_given) {
+		status = collapse_to_the_end(pid, pidfd, &s, json);
+		thpctl_close_target(pidfd);
+		return thpctl_finish_output(status);
+	}
 	for (unsigned long pass = 0;; pass++) {
 		ret = collapse_once(pidfd, &s, &o, fail);
 		/* --watch ends when the process does. */
@@ -251,9 +315,14 @@ int thpctl_cmd_collapse(int argc, char **argv)
 			status = THPCTL_EXIT_FAILURE;
 			break;
 		}
-		status = o.extents_failed ? THPCTL_EXIT_PARTIAL : THPCTL_EXIT_OK;
-		if (!watch)
+		status = o.extents_failed || (!watch && o.extents_over_budget) ? THPCTL_EXIT_PARTIAL
+										 : THPCTL_EXIT_OK;
+		if (!watch) {
+			if (o.extents_over_budget)
+				thpctl_error("collapse: process %d: %llu extents left over the budget",
+					     (int)pid, (unsigned long long)o.extents_over_budget);
 			break;
+		}
 		fflush(stdout);
 		collapse_sleep(s.interval_ns);
 	}
