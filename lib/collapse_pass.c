@@ -109,10 +109,10 @@ static void reset_results(struct thp_collapse_opts *o)
 	o->elapsed_ns = 0;
 }
 
-static int permission_error(const struct pass *p, const char *what)
+static int permission_error(const struct thp_target *t, const char *what)
 {
 	report_set_detail("not allowed to %s of process %d: that needs ptrace read access (the "
-			  "same user, not a setuid program) and CAP_SYS_NICE", what, (int)p->t->pid);
+			  "same user, not a setuid program) and CAP_SYS_NICE", what, (int)t->pid);
 	return -EPERM;
 }
 
@@ -148,7 +148,7 @@ static int read_smaps(struct pass *p, bool spans, uint64_t *anon_huge)
 
 	r = smaps_open(&sr, p->t, NULL, 0);
 	if (r == -EACCES || r == -EPERM)
-		return permission_error(p, "read the mappings");
+		return permission_error(p->t, "read the mappings");
 	if (r)
 		return r;
 	*anon_huge = 0;
@@ -193,7 +193,7 @@ static int open_pagemap(struct pass *p)
 		snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)p->t->pid);
 	fd = sys_open(path, O_RDONLY);
 	if (fd == -EACCES || fd == -EPERM)
-		return permission_error(p, "read the page tables");
+		return permission_error(p->t, "read the page tables");
 	if (fd == -ENOENT)
 		return -ESRCH;
 	if (fd < 0)
@@ -334,7 +334,7 @@ static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 			o->extents_collapsed++;
 			o->bytes_collapsed += p->pmd;
 		} else if (n == -EPERM) {
-			return permission_error(p, "collapse the memory");
+			return permission_error(p->t, "collapse the memory");
 		} else if (n == -ESRCH) {
 			return -ESRCH;
 		} else {
@@ -431,7 +431,7 @@ THP_API int thp_collapse(struct thp_collapse_opts *opts)
 		long r = sys_process_madvise(t.pidfd, &none, 1, MADV_COLLAPSE, 0);
 
 		if (r == -EPERM || r == -EACCES) {
-			err = permission_error(&p, "collapse the memory");
+			err = permission_error(&t, "collapse the memory");
 			goto out;
 		}
 		if (r == -ESRCH) {

@@ -21,9 +21,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "compat.h"
 #include "internal.h"
