@@ -22,7 +22,8 @@ import mmap
 import operator
 import os
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Protocol, Tuple, Union
+from typing import (Any, Callable, Dict, Iterable, List, Optional, Protocol,
+                    Tuple, Type, TypeVar, Union, cast)
 
 __all__ = [
     "Advice", "Policy", "Backend", "SysfsMode",
@@ -87,7 +88,11 @@ _DEFAULT_F_REQUIRE_PERSISTENT = 1 << 0
 _DEFAULT_F_NO_EXISTING = 1 << 1
 
 
-def _enum_or_int(cls, value):
+_E = TypeVar("_E", bound=enum.IntEnum)
+
+
+def _enum_or_int(cls: Type[_E], value: int) -> Union[_E, int]:
+    """An enum member, or the plain int for an id this binding does not know."""
     try:
         return cls(value)
     except ValueError:
@@ -96,7 +101,7 @@ def _enum_or_int(cls, value):
 
 # ------------------------------------------------------------ C structures
 
-def _ptr64(name, ptr_type):
+def _ptr64(name: str, ptr_type: Any) -> Any:
     """THP_PTR64 in thp.h: a pointer in an 8-byte slot on every ABI."""
     return type("_" + name + "_slot", (ctypes.Union,),
                 {"_fields_": [(name, ptr_type), (name + "_u64", ctypes.c_uint64)]})
@@ -274,7 +279,7 @@ for _cls, _size in _EXPECTED_SIZES.items():
 
 # ----------------------------------------------------------------- loading
 
-def _load():
+def _load() -> ctypes.CDLL:
     path = os.environ.get("THP_LIBRARY")
     if not path:
         path = ctypes.util.find_library("thp") or "libthp.so.0"
@@ -284,11 +289,11 @@ def _load():
 _lib = _load()
 
 
-def _fn(name, restype, argtypes):
+def _fn(name: str, restype: Any, argtypes: List[Any]) -> Callable[..., Any]:
     f = getattr(_lib, name)
     f.restype = restype
     f.argtypes = argtypes
-    return f
+    return cast(Callable[..., Any], f)
 
 
 _thp_apply_ranges = _fn("thp_apply_ranges", ctypes.c_int,
@@ -309,7 +314,7 @@ _thp_report_format = _fn("thp_report_format", ctypes.c_int,
 _thp_version = _fn("thp_version", ctypes.c_char_p, [])
 
 
-def _s(b):
+def _s(b: Optional[bytes]) -> str:
     return b.decode("utf-8", "replace") if b is not None else ""
 
 
@@ -324,12 +329,12 @@ class Report:
     bytes_unmapped: int
     fail_addr: int
     error: int
-    backend: Backend
+    backend: Union[Backend, int]
     attempted: bool
     line: str = ""
 
     @classmethod
-    def _from_c(cls, r):
+    def _from_c(cls, r: _Report) -> "Report":
         buf = ctypes.create_string_buffer(256)
         _thp_report_format(ctypes.byref(r), buf, len(buf))
         return cls(addr=r.addr, len=r.len, bytes_advised=r.bytes_advised,
@@ -345,7 +350,7 @@ class Report:
 class ApplyResult:
     """Result of apply_ranges()."""
     count: int
-    backend: Backend
+    backend: Union[Backend, int]
     reports: List[Report] = field(default_factory=list)
 
 
@@ -353,7 +358,7 @@ class ApplyResult:
 class ApplyAllResult:
     """Result of apply_all(); failures lists the mappings that failed."""
     count: int
-    backend: Backend
+    backend: Union[Backend, int]
     mappings_seen: int
     mappings_advised: int
     mappings_skipped: int
@@ -365,8 +370,8 @@ class ApplyAllResult:
 @dataclass
 class DefaultState:
     """Result of set_default() / get_default()."""
-    policy: Policy
-    backend: Backend
+    policy: Union[Policy, int]
+    backend: Union[Backend, int]
     persistent: bool
     mappings_changed: int = 0
 
@@ -376,7 +381,7 @@ class ProbeInfo:
     """What the running kernel offers (struct thp_probe_info)."""
     backends: List[Backend]
     backends_mask: int
-    thp_mode: SysfsMode
+    thp_mode: Union[SysfsMode, int]
     pmd_size: int
     pidfd_self: int
     procmap_query: bool
@@ -428,7 +433,7 @@ class ThpError(OSError):
         return s
 
 
-def _check(ret, func, reports=None):
+def _check(ret: int, func: str, reports: Optional[List[Report]] = None) -> int:
     if ret < 0:
         detail = _s(_thp_strerror_detail())
         raise ThpError(-ret, func, detail, reports)
@@ -437,7 +442,7 @@ def _check(ret, func, reports=None):
 
 # ------------------------------------------------------- argument checks
 
-def _c_limits(ctype):
+def _c_limits(ctype: Any) -> Tuple[int, int]:
     bits = 8 * ctypes.sizeof(ctype)
     if ctype(-1).value < 0:
         return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
@@ -446,7 +451,7 @@ def _c_limits(ctype):
 
 # By C spelling: ctypes.c_uint64 and c_size_t are the same class on LP64,
 # so the class cannot name the type in a message.
-_C_LIMITS = {
+_C_LIMITS: Dict[str, Tuple[int, int]] = {
     "int": _c_limits(ctypes.c_int),
     "unsigned int": _c_limits(ctypes.c_uint),
     "uint32_t": _c_limits(ctypes.c_uint32),
@@ -455,7 +460,7 @@ _C_LIMITS = {
 }
 
 
-def _index(name, value):
+def _index(name: str, value: Any) -> int:
     """value as an int; bools are refused (pidfd=True would be stdout)."""
     if isinstance(value, bool):
         raise TypeError("%s must be an integer, not bool" % name)
@@ -466,7 +471,7 @@ def _index(name, value):
                         % (name, type(value).__name__)) from None
 
 
-def _fits(name, value, ctype):
+def _fits(name: str, value: int, ctype: str) -> int:
     lo, hi = _C_LIMITS[ctype]
     if not lo <= value <= hi:
         raise OverflowError("%s %d does not fit the C type %s (%d..%d)"
@@ -474,7 +479,7 @@ def _fits(name, value, ctype):
     return value
 
 
-def _nonneg(name, value, ctype):
+def _nonneg(name: str, value: Any, ctype: str) -> int:
     """A non-negative integer argument passed to libthp as @ctype."""
     v = _index(name, value)
     if v < 0:
@@ -482,12 +487,12 @@ def _nonneg(name, value, ctype):
     return _fits(name, v, ctype)
 
 
-def _signed(name, value, ctype):
+def _signed(name: str, value: Any, ctype: str) -> int:
     """A signed integer argument passed to libthp as @ctype."""
     return _fits(name, _index(name, value), ctype)
 
 
-def _option(name, value):
+def _option(name: str, value: Any) -> bool:
     """A boolean option: True/False, or the integers 0 and 1."""
     if isinstance(value, bool):
         return value
@@ -497,7 +502,7 @@ def _option(name, value):
     return bool(v)
 
 
-def _flags(**options):
+def _flags(**options: Tuple[int, Any]) -> int:
     """THP_F_* / THP_DEFAULT_F_* bits from name=(bit, value) keywords."""
     flags = 0
     for name, (bit, value) in options.items():
@@ -506,7 +511,7 @@ def _flags(**options):
     return flags
 
 
-def _pidfd(pidfd):
+def _pidfd(pidfd: "PidfdLike") -> int:
     """None or SELF (0): this process; an int or an object with fileno():
     a pidfd.  Call it after every other conversion: user code run later
     (a ranges generator) could close the descriptor."""
@@ -523,7 +528,7 @@ def _pidfd(pidfd):
     return _nonneg("pidfd", pidfd, "int")
 
 
-def _backend(backend):
+def _backend(backend: Optional[int]) -> int:
     if backend is None:
         return Backend.AUTO
     return _nonneg("backend", backend, "uint32_t")
@@ -538,17 +543,17 @@ class _Exports:
     otherwise free each one before the call.  (A memoryview the caller
     passed may be released meanwhile: ours shares its export.)"""
 
-    def __init__(self):
-        self._views = []
+    def __init__(self) -> None:
+        self._views: List[memoryview] = []
 
-    def __enter__(self):
+    def __enter__(self) -> "_Exports":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         while self._views:
             self._views.pop().release()
 
-    def range_of(self, item):
+    def range_of(self, item: "RangeLike") -> Tuple[int, int]:
         """(address, length) of a range: a tuple or a writable buffer."""
         if isinstance(item, tuple):
             if len(item) != 2:
