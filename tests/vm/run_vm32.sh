@@ -52,7 +52,8 @@ fi
 # vm_init held to the library's warning flags (THP_WARNING_ARGS from meson.build).
 read -r -a warnings <<<"${THP_WARNING_ARGS:--Wall -Wextra -Werror}"
 "${cc[@]}" -m32 -std=gnu11 -O2 "${warnings[@]}" -D_FILE_OFFSET_BITS=64 -I"$src/include" \
-	-DVM_INIT_LIB_ONLY -static "$src/tests/vm/vm_init.c" "$build/lib/libthp.a" -lpthread \
+	-DVM_INIT_LIB_ONLY -static "$src/tests/vm/vm_init.c" "$src/tests/reports_defined.c" \
+	"$build/lib/libthp.a" -lpthread \
 	-o "$out/vm_init32" || exit 1
 echo "built: $build/lib/libthp.a (meson, cross/i386-linux-gnu.ini), $out/vm_init32 with" \
 	"${cc[*]} -m32 -static against it"
