@@ -491,6 +491,8 @@ void run_tcase_natively(const char *tcase)
 #define TEST_AUDIT_ARCH AUDIT_ARCH_AARCH64
 #elif defined(__i386__)
 #define TEST_AUDIT_ARCH AUDIT_ARCH_I386
+#elif defined(__arm__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define TEST_AUDIT_ARCH AUDIT_ARCH_ARM
 #elif defined(__riscv) && __riscv_xlen == 64
 #define TEST_AUDIT_ARCH AUDIT_ARCH_RISCV64
 #elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
