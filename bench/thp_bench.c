@@ -544,7 +544,12 @@ static size_t count_maps(void)
 	return n;
 }
 
+#if UINTPTR_MAX > 0xffffffffu
 #define TASK_END 0x7ffffffff000UL
+#else
+/* A 32-bit program on a 64-bit kernel: 4 GiB less one page. */
+#define TASK_END 0xfffff000UL
+#endif
 
 /*
  * The kernel's lower bound for advising every mapping: one madvise() over

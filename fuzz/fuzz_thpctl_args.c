@@ -34,8 +34,6 @@
 #define MAX_ARGS 8
 #define POISON 0x5a5a5a5a5a5a5a5aULL
 
-typedef unsigned __int128 u128;
-
 /* parse.c reports pidfd_open() failures through this (main.c in thpctl). */
 void thpctl_error(const char *fmt, ...)
 {
@@ -63,7 +61,7 @@ static int digit(char c, unsigned int base)
 static bool ref_number(const char *s, size_t n, uint64_t *out)
 {
 	unsigned int base = 10;
-	u128 v = 0;
+	uint64_t v = 0;
 
 	if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
 		base = 16;
@@ -77,11 +75,11 @@ static bool ref_number(const char *s, size_t n, uint64_t *out)
 
 		if (d < 0)
 			return false;
-		v = v * base + (unsigned int)d;
-		if (v > UINT64_MAX)
+		if (__builtin_mul_overflow(v, base, &v) ||
+		    __builtin_add_overflow(v, (unsigned int)d, &v))
 			return false;
 	}
-	*out = (uint64_t)v;
+	*out = v;
 	return true;
 }
 
@@ -90,7 +88,6 @@ static bool ref_size(const char *s, size_t n, uint64_t *out)
 	static const char suffixes[] = "kmgt";
 	unsigned int shift = 0;
 	uint64_t v;
-	u128 scaled;
 
 	if (n) {
 		const char *k = memchr(suffixes, s[n - 1] | 0x20, 4);
@@ -104,18 +101,16 @@ static bool ref_size(const char *s, size_t n, uint64_t *out)
 	}
 	if (!ref_number(s, n, &v))
 		return false;
-	scaled = (u128)v << shift;
-	if (scaled > UINT64_MAX)
+	if (shift && v > UINT64_MAX >> shift)
 		return false;
-	*out = (uint64_t)scaled;
+	*out = v << shift;
 	return true;
 }
 
 static bool ref_range(const char *s, uint64_t page_size, struct thp_range *out)
 {
 	size_t n = strlen(s), sep;
-	uint64_t start, second, len;
-	u128 end;
+	uint64_t start, second, len, span, end;
 
 	for (sep = 0; sep < n && s[sep] != '-' && s[sep] != '+'; sep++)
 		;
@@ -131,10 +126,12 @@ static bool ref_range(const char *s, uint64_t page_size, struct thp_range *out)
 	}
 	if (page_size && start % page_size)
 		return false;
-	end = (u128)start + len;
-	if (page_size)
-		end = (u128)start + ((u128)len + page_size - 1) / page_size * page_size;
-	if (end > UINT64_MAX)
+	/* The end of the range, rounded up to whole pages, must fit in 64 bits. */
+	span = len;
+	if (page_size && __builtin_mul_overflow(len / page_size + (len % page_size != 0),
+						page_size, &span))
+		return false;
+	if (__builtin_add_overflow(start, span, &end))
 		return false;
 	out->addr = start;
 	out->len = len;

@@ -426,12 +426,18 @@ static void report_init(struct thp_report *rep, const struct thp_range *r,
 	rep->backend = backend;
 }
 
-/* ranges[from, n) were not reached: their reports say so. */
+/*
+ * ranges[from, n) were not done: their reports say so, with @error 0 when
+ * an earlier range's failure stopped the call, else the positive errno
+ * with which the call failed as a whole (thp_apply_ranges(3)).
+ */
 static void reports_not_attempted(const struct apply_ctx *ctx, const struct thp_range *ranges,
-				  size_t from, size_t n, struct thp_report *reports)
+				  size_t from, size_t n, struct thp_report *reports, int error)
 {
-	for (size_t i = from; reports && i < n; i++)
+	for (size_t i = from; reports && i < n; i++) {
 		report_init(&reports[i], &ranges[i], ctx->page_size, ctx->be->id);
+		reports[i].error = error;
+	}
 }
 
 /*
@@ -546,7 +552,7 @@ detail:
 		err = detail_range(ctx, walk, ranges[pos].addr, ranges[pos].addr + off,
 				   ranges[pos].addr + len, &o);
 		if (err) {
-			reports_not_attempted(ctx, ranges, pos, n, reports);
+			reports_not_attempted(ctx, ranges, pos, n, reports, -err);
 			return err;
 		}
 		if (reports) {
@@ -562,7 +568,7 @@ detail:
 		if (!o.error) {
 			ok++;
 		} else if (!(ctx->flags & THP_F_SKIP_ERRORS)) {
-			reports_not_attempted(ctx, ranges, pos, n, reports);
+			reports_not_attempted(ctx, ranges, pos, n, reports, 0);
 			return -o.error;
 		}
 	}
@@ -661,6 +667,40 @@ static int apply_self_one_call(const struct thp_range *ranges, size_t n,
 	return (int)n;
 }
 
+/*
+ * A call refused before its engine ran (bad input, a target or advice it
+ * cannot serve) still writes every report and backend_used, so that the
+ * caller never reads what they held before: no backend, not attempted, the
+ * call's error.  Except when the input does not say where the reports are
+ * or how many: no options, a size the library does not accept, more than
+ * THP_MAX_RANGES ranges.
+ */
+static void reports_refused(const struct thp_range *ranges, size_t n,
+			    struct thp_apply_opts *opts, int opts_err, int err)
+{
+	struct thp_report *rep;
+	size_t page_size;
+
+	if (opts_err == -EINVAL)
+		return;
+	opts->backend_used = THP_BACKEND_AUTO;
+	rep = opts->reports;
+	if (!rep || n > THP_MAX_RANGES)
+		return;
+	page_size = caps_get()->page_size;
+	for (size_t i = 0; i < n; i++) {
+		memset(&rep[i], 0, sizeof(rep[i]));
+		if (ranges) {
+			rep[i].addr = ranges[i].addr;
+			/* A length that would wrap when rounded up is given as it is. */
+			rep[i].len = ranges[i].len > UINT64_MAX - page_size + 1
+					     ? ranges[i].len
+					     : range_len(&ranges[i], page_size);
+		}
+		rep[i].error = -err;
+	}
+}
+
 THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
 			     struct thp_apply_opts *opts)
 {
@@ -668,10 +708,10 @@ THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
 	struct apply_ctx ctx;
 	bool as_vector = false;
 	uint64_t total = 0;
-	int err;
+	int err, opts_err;
 
 	report_clear_detail();
-	err = opts_check(opts, sizeof(*opts), THP_APPLY_OPTS_SIZE_VER0);
+	err = opts_err = opts_check(opts, sizeof(*opts), THP_APPLY_OPTS_SIZE_VER0);
 	if (!err)
 		err = validate_flags_backend(opts->flags, APPLY_FLAGS, opts->backend);
 	if (!err)
@@ -687,8 +727,10 @@ THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
 	if (!err)
 		err = apply_ctx_open(&ctx, &t, opts->pidfd, opts->advice, opts->flags,
 				     opts->backend);
-	if (err)
+	if (err) {
+		reports_refused(ranges, nr_ranges, opts, opts_err, err);
 		return ret_errno(err);
+	}
 	ctx.ranges_are_iovecs = as_vector;
 	ctx.total_bytes = total;
 

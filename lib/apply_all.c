@@ -146,6 +146,17 @@ THP_API int thp_apply_all(struct thp_apply_all_opts *opts)
 
 	report_clear_detail();
 	err = opts_check(opts, sizeof(*opts), THP_APPLY_ALL_OPTS_SIZE_VER0);
+	/*
+	 * The results are written on every return where the options can be
+	 * read: a refused call leaves them zero, not what they held before
+	 * (thp_apply_all(3)).
+	 */
+	if (err != -EINVAL) {
+		opts->failures_needed = 0;
+		opts->mappings_seen = opts->mappings_advised = opts->mappings_skipped = 0;
+		opts->bytes_advised = 0;
+		opts->backend_used = THP_BACKEND_AUTO;
+	}
 	if (!err)
 		err = validate_flags_backend(opts->flags, ALL_FLAGS, opts->backend);
 	if (err)
@@ -163,9 +174,6 @@ THP_API int thp_apply_all(struct thp_apply_all_opts *opts)
 	if (err)
 		return ret_errno(err);
 
-	opts->failures_needed = 0;
-	opts->mappings_seen = opts->mappings_advised = opts->mappings_skipped = 0;
-	opts->bytes_advised = 0;
 	opts->backend_used = ctx.be->id;
 	memset(&s, 0, sizeof(s));
 	s.opts = opts;

@@ -14,7 +14,13 @@ cd "$tmp"
 # (The linker reads meson's thin archive itself; ar x cannot.)
 "$@" -r -nostdlib -fno-lto -fno-use-linker-plugin -o libthp.o \
 	-Wl,--whole-archive "$in" -Wl,--no-whole-archive
-"$objcopy" --localize-hidden --remove-section='.gnu.lto_*' \
-	--remove-section='.gnu.debuglto_*' libthp.o
+# Section groups (COMDAT) go too: on i386 the PIC thunks
+# (__x86.get_pc_thunk.bx, ...) are hidden symbols in COMDAT groups named
+# after them.  Once the symbols are local, the application's link keeps its
+# own copy of each group and discards ours, and libthp.o's calls are left
+# pointing into a discarded section.  Without the group the thunks are
+# plain local code of libthp.o (a few bytes each); x86_64 has no groups.
+"$objcopy" --localize-hidden --remove-section=.group \
+	--remove-section='.gnu.lto_*' --remove-section='.gnu.debuglto_*' libthp.o
 rm -f "$out"
 "$ar" rcs "$out" libthp.o

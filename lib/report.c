@@ -131,9 +131,13 @@ THP_API int thp_report_format(const struct thp_report *r, char *buf, size_t len)
 {
 	if (!r)
 		return snprintf(buf, len, "(no report)");
-	if (!r->attempted)
+	if (!r->attempted && !r->error)
 		return snprintf(buf, len, "0x%012llx +%-10llu not attempted (an earlier range failed)",
 				(unsigned long long)r->addr, (unsigned long long)r->len);
+	if (!r->attempted)
+		return snprintf(buf, len, "0x%012llx +%-10llu not attempted (the call failed: %s)",
+				(unsigned long long)r->addr, (unsigned long long)r->len,
+				strerror(r->error));
 	if (!r->error)
 		return snprintf(buf, len, "0x%012llx +%-10llu advised %-10llu unmapped %-10llu ok [%s]",
 				(unsigned long long)r->addr, (unsigned long long)r->len,

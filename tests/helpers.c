@@ -224,7 +224,7 @@ void *map_aligned(size_t mib, int flags)
 	p = mmap(NULL, len + extra, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
 	ck_assert_msg(p != MAP_FAILED, "mmap %zu MiB: %s", mib, strerror(errno));
-	a = (char *)(((uintptr_t)p + PMD_SZ + PMD_SZ - 1) & ~(uintptr_t)(PMD_SZ - 1));
+	a = (char *)(uintptr_t)(((uintptr_t)p + PMD_SZ + PMD_SZ - 1) & ~(uintptr_t)(PMD_SZ - 1));
 	/* Leave at least one unmapped page on each side. */
 	if (a - p < 4096)
 		a += PMD_SZ;
@@ -491,6 +491,8 @@ void run_tcase_natively(const char *tcase)
 #define TEST_AUDIT_ARCH AUDIT_ARCH_AARCH64
 #elif defined(__i386__)
 #define TEST_AUDIT_ARCH AUDIT_ARCH_I386
+#elif defined(__arm__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define TEST_AUDIT_ARCH AUDIT_ARCH_ARM
 #elif defined(__riscv) && __riscv_xlen == 64
 #define TEST_AUDIT_ARCH AUDIT_ARCH_RISCV64
 #elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__

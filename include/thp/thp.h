@@ -19,8 +19,11 @@
  *   in an 8-byte slot (THP_PTR64) whose other half a 32-bit library ignores.
  *   The _Static_asserts at the end of this header hold that layout.
  * - Return: >= 0 on success, a negative errno on failure; errno is set too.
- * - Nothing is changed when validation fails: every argument is checked
- *   before the first system call.
+ * - Bad input changes nothing in the target: every argument is checked
+ *   before the first system call.  The call's outputs are written all the
+ *   same wherever the input says where they are, so that a caller never
+ *   reads what they held before the call (see thp_apply_ranges() for its
+ *   reports, thp_apply_all() for its results).
  */
 #ifndef THP_THP_H
 #define THP_THP_H
@@ -136,9 +139,9 @@ struct thp_report {
 	uint64_t bytes_advised;  /**< Bytes the advice was applied to without error (COLLAPSE: see above). */
 	uint64_t bytes_unmapped; /**< Bytes of the range that no mapping covered, also after a stop. */
 	uint64_t fail_addr;      /**< First address that failed (0 if none). */
-	int32_t error;           /**< Positive errno of that failure, 0 if none. */
-	uint32_t backend;        /**< enum thp_backend that did the work. */
-	uint32_t attempted;      /**< 1 if the range was reached, 0 if an earlier stop left it untouched. */
+	int32_t error;           /**< Positive errno of that failure, 0 if none; with attempted 0, the errno of the whole call's failure, 0 if an earlier range's stopped it. */
+	uint32_t backend;        /**< enum thp_backend that did the work (0 if the call was refused before choosing one). */
+	uint32_t attempted;      /**< 1 if the range was reached; 0 if not (nothing of it is counted): see error. */
 	uint32_t reserved0;      /**< Zero. */
 	uint64_t reserved[2];    /**< Zero. */
 };
@@ -174,6 +177,24 @@ struct thp_apply_opts {
  * Advice for another process is limited by the kernel: mainline accepts only
  * THP_ADVICE_COLLAPSE there, so THP_ADVICE_HUGE / NOHUGE on another process
  * fail with -EOPNOTSUPP (see thp_strerror_detail()).
+ *
+ * Reports: when opts->reports is not NULL, all @p nr_ranges of them are
+ * written on every return, whatever it is, so that none holds what it held
+ * before the call.  Each report names its range (addr, page-rounded len) and:
+ * - attempted 1: the range was reached; bytes_advised, bytes_unmapped,
+ *   fail_addr and error (0 if none) say what happened to it;
+ * - attempted 0, error 0: not reached, because an earlier range's failure
+ *   stopped the call (default mode; that range's report has the error);
+ * - attempted 0, error E: not done, because the call failed as a whole
+ *   with -E: bad input (the range is still named: addr, and len rounded up
+ *   unless that wraps), a refusal before any advice (-EOPNOTSUPP, -EBADF,
+ *   -ESRCH, -ENOENT), or a target that exited or a /proc that
+ *   could not be read part-way (the range it happened in may be partly
+ *   advised; nothing of it is counted).  backend is 0 when the call was
+ *   refused before it chose one, as is opts->backend_used.
+ * The exception: input that does not say where the reports are or how many
+ * (opts NULL, opts->sz not accepted, @p nr_ranges above THP_MAX_RANGES)
+ * fails with -EINVAL and writes nothing.
  *
  * @param ranges    Array of @p nr_ranges ranges (may be NULL if 0).
  * @param nr_ranges Number of ranges, at most THP_MAX_RANGES.
@@ -223,6 +244,13 @@ struct thp_apply_all_opts {
  * walk stops at the first mapping that fails.  Only failed mappings are
  * reported in @c failures (at most failures_cap; failures_needed says how
  * many there were).
+ *
+ * The results (failures_needed, mappings_seen, mappings_advised,
+ * mappings_skipped, bytes_advised, backend_used) are written on every
+ * return unless opts is NULL or opts->sz is not accepted: a call that
+ * fails before the walk (bad input, a refusal) leaves them all 0.  Of
+ * @c failures, only the first min(failures_needed, failures_cap) entries
+ * are written; the others keep what they held.
  *
  * @param opts Options and results; must not be NULL.
  * @return Number of mappings advised without error, or a negative errno as

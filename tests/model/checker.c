@@ -871,7 +871,7 @@ static bool run_all(const struct case_spec *c, const struct run_cfg *r, struct m
 	    o.mappings_skipped != m.skipped || o.bytes_advised != m.bytes ||
 	    o.failures_needed != m.failures)
 		return diverge("thp_apply_all(): library ret %d seen %" PRIu64 " advised %" PRIu64
-			       " skipped %" PRIu64 " bytes %" PRIu64 " failures %zu, model ret %d seen %"
+			       " skipped %" PRIu64 " bytes %" PRIu64 " failures %" PRIu64 ", model ret %d seen %"
 			       PRIu64 " advised %" PRIu64 " skipped %" PRIu64 " bytes %" PRIu64
 			       " failures %zu (%s)", ret, o.mappings_seen, o.mappings_advised,
 			       o.mappings_skipped, o.bytes_advised, o.failures_needed, m.ret, m.seen,

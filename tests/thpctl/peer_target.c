@@ -47,8 +47,14 @@ static void become(unsigned int uid, unsigned int gid)
 static void map_and_touch(size_t mib)
 {
 	size_t len = mib << 20;
+#ifdef SYS_mmap2
+	/* 32-bit targets: i386's SYS_mmap takes a struct, armhf has none. */
+	char *p = (char *)syscall(SYS_mmap2, NULL, len, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
+#else
 	char *p = (char *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
 				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+#endif
 
 	if (p == MAP_FAILED)
 		die("mmap");

@@ -45,6 +45,8 @@
 
 #include <thp/thp.h>
 
+#include "../reports_defined.h"
+
 #define MiB (1024ul * 1024ul)
 #define PMD (2 * MiB)
 
@@ -1979,6 +1981,22 @@ static void check_thpctl(void)
 
 #endif /* !VM_INIT_LIB_ONLY */
 
+/* ---- reports after every class of return ---------------------------- */
+
+/* tests/reports_defined.c, as the host's test_reports_defined runs it. */
+static void check_reports_defined(void)
+{
+	struct check c = { .name = "reports_defined" };
+
+	for (size_t i = 0; i < reports_defined_nr_cases; i++) {
+		char why[1024] = "";
+
+		if (reports_defined_cases[i].run(why, sizeof(why)))
+			cfail(&c, "%s: %s", reports_defined_cases[i].name, why);
+	}
+	cdone(&c);
+}
+
 /* ---- the ABI this program was built for ------------------------------ */
 
 /*
@@ -2188,6 +2206,7 @@ int main(int argc, char **argv)
 	report_auto_backends();
 	check_apply_all();
 	check_apply_all_merged_counts();
+	check_reports_defined();
 	check_set_default();
 	check_prctl_hazard();
 	in_child(collapse_run, NULL);
