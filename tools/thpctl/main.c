@@ -31,7 +31,7 @@ static const struct subcommand commands[] = {
 	  "PR_THP_DISABLE_EXCEPT_ADVISED, the RFC PMADV_* flags).\n"
 	  "\n"
 	  "Options:\n"
-	  "  --json        machine-readable output (see doc/thpctl-json.md)\n"
+	  "  --json        machine-readable output (thpctl-json.md in libthp-doc)\n"
 	  "  -h, --help    show this help\n" },
 	{ "status", thpctl_cmd_status, "show a process's THP policy and per-mapping THP state",
 	  "Usage: thpctl status [-p PID] [--anon] [--huge] [--json]\n"
@@ -46,7 +46,7 @@ static const struct subcommand commands[] = {
 	  "  -p, --pid PID  the process to show (default: thpctl itself)\n"
 	  "  --anon         list anonymous mappings only (no backing file)\n"
 	  "  --huge         list only mappings advised huge or holding huge pages\n"
-	  "  --json         machine-readable output (see doc/thpctl-json.md)\n"
+	  "  --json         machine-readable output (thpctl-json.md in libthp-doc)\n"
 	  "  -h, --help     show this help\n" },
 	{ "apply", thpctl_cmd_apply, "apply THP advice to address ranges or a whole process",
 	  "Usage: thpctl apply [-p PID] --advice huge|nohuge|collapse\n"
@@ -69,7 +69,7 @@ static const struct subcommand commands[] = {
 	  "  --skip-errors            go on past failures (exit status 3 if any,\n"
 	  "                           1 if all failed)\n"
 	  "  --no-error-on-unmapped   unmapped gaps inside a RANGE are not errors\n"
-	  "  --json                   machine-readable output (see doc/thpctl-json.md)\n"
+	  "  --json                   machine-readable output (thpctl-json.md in libthp-doc)\n"
 	  "  -h, --help               show this help\n"
 	  "\n"
 	  "Exit status: 0 all done, 1 failed (or nothing advised), 2 bad command line\n"
