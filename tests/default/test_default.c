@@ -33,19 +33,7 @@
 
 #include "thp_default_util.c"
 #include "../helpers.h"
-
-#ifndef PR_SET_THP_DISABLE
-#define PR_SET_THP_DISABLE 41
-#endif
-#ifndef PR_GET_THP_DISABLE
-#define PR_GET_THP_DISABLE 42
-#endif
-#ifndef PR_THP_DISABLE_EXCEPT_ADVISED
-#define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1)
-#endif
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
+#include "../../lib/compat.h" /* PR_*THP_DISABLE*, __NR_pidfd_open */
 
 #define SYSFS_ENABLED "/sys/kernel/mm/transparent_hugepage/enabled"
 #define SYSFS_2M_ENABLED "/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled"
@@ -625,7 +613,7 @@ static pid_t policy_child(uint32_t policy, int *pidfd, int *release_fd)
 	ck_assert_int_eq(read(ready[0], &c, 1), 1);
 	close(ready[0]);
 	ck_assert_msg(c == 'y', "child could not set %s", thp_policy_name(policy));
-	*pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	*pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
 	ck_assert_int_ge(*pidfd, 0);
 	*release_fd = release[1];
 	return pid;
@@ -795,7 +783,7 @@ static int nonzero_tail_get(void)
 
 static int other_pidfd(void)
 {
-	int fd = (int)syscall(SYS_pidfd_open, getppid(), 0);
+	int fd = (int)syscall(__NR_pidfd_open, getppid(), 0);
 	THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_NEVER, .pidfd = fd);
 	int r, e;
 
