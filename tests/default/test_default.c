@@ -50,16 +50,9 @@ static int read_bracketed(const char *path, char *out, size_t len)
 {
 	char buf[256];
 	char *l, *r;
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (read_file(path, buf, sizeof(buf)) <= 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
 	l = strchr(buf, '[');
 	r = l ? strchr(l, ']') : NULL;
 	if (!l || !r || (size_t)(r - l) >= len)
@@ -193,12 +186,9 @@ static void runner_teardown(void)
 static void child_setup(void)
 {
 	char pmd[32] = "";
-	int fd = open(SYSFS_PMD_SIZE, O_RDONLY | O_CLOEXEC);
 
 	ck_assert_msg(saved_ok, "could not read %s", SYSFS_ENABLED);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_gt(read(fd, pmd, sizeof(pmd) - 1), 0);
-	close(fd);
+	ck_assert_int_gt(read_file(SYSFS_PMD_SIZE, pmd, sizeof(pmd)), 0);
 	ck_assert_msg(strtoul(pmd, NULL, 10) == TU_PMD, "PMD size %s, tests need 2 MiB", pmd);
 	/* The 2 MiB size must follow the global mode we set. */
 	if (saved_2m[0] && strcmp(saved_2m, "inherit"))

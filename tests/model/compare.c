@@ -81,14 +81,9 @@ static int read_mode(const char *path, bool inherit_ok)
 {
 	static const char *const words[] = { "[always]", "[madvise]", "[never]", "[inherit]" };
 	char buf[256];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
 
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
+	if (read_file(path, buf, sizeof(buf)) <= 0)
 		return -1;
-	buf[n] = 0;
 	for (int i = 0; i < (inherit_ok ? 4 : 3); i++)
 		if (strstr(buf, words[i]))
 			return i;

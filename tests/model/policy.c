@@ -23,15 +23,10 @@
 static int status_thp_enabled(void)
 {
 	char buf[8192];
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
 	const char *p;
 
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
+	if (read_file("/proc/self/status", buf, sizeof(buf)) <= 0)
 		return -1;
-	buf[n] = 0;
 	p = strstr(buf, "THP_enabled:");
 	return p ? atoi(p + 12) : -1;
 }
