@@ -188,35 +188,71 @@ static void check_hole_sentinels(const struct hole_layout *l)
 	ck_assert_msg(!vma_mapped(0, U(l->base + 4 * MiB)), "the hole got mapped");
 }
 
-static void hole_default_check(void)
+/*
+ * The hole layout under each mode, one row each: where the default mode
+ * stops at the hole (-ENOMEM, R1 not reached), NO_ERROR_ON_UNMAPPED and
+ * SKIP_ERRORS (which implies it) go on, and count both ranges.  Either
+ * way the mapped parts of R0 on both sides of the hole take the advice,
+ * as madvise() does, and the report says the hole is unmapped.
+ */
+struct hole_case {
+	const char *name;
+	int advice;
+	uint32_t flags;
+	int ret;
+};
+
+static const struct hole_case hole_cases[] = {
+	{ "default", THP_ADVICE_HUGE, 0, -ENOMEM },
+	{ "NO_ERROR_ON_UNMAPPED", THP_ADVICE_HUGE, THP_F_NO_ERROR_ON_UNMAPPED, 2 },
+	{ "SKIP_ERRORS", THP_ADVICE_NOHUGE, THP_F_SKIP_ERRORS, 2 },
+};
+
+static bool vma_advised(uint64_t addr, int advice)
+{
+	return advice == THP_ADVICE_HUGE ? vma_hg(0, addr) : vma_nh(0, addr);
+}
+
+static void hole_check(const struct hole_case *t)
 {
 	struct hole_layout l;
 	struct thp_report rep[2];
-	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .reports = rep);
+	THP_OPTS(thp_apply_opts, o, .advice = t->advice, .reports = rep, .flags = t->flags);
+	bool stops = t->ret < 0;
 	int ret;
 
 	make_hole_layout(&l);
 	garbage_reports(rep, 2);
 	errno = 0;
 	ret = thp_apply_ranges(l.r, 2, &o);
-	ck_assert_msg(ret == -ENOMEM, "hole: returned %d, expected -ENOMEM", ret);
-	ck_assert_int_eq(errno, ENOMEM);
-	/* The mapped parts of the failing range are advised, as madvise() does. */
-	ck_assert_msg(vma_hg(0, l.r[0].addr), "mapped part before the hole not hg");
-	ck_assert_msg(vma_hg(0, U(l.base + 6 * MiB)), "mapped part after the hole not hg");
-	check_report(&rep[0], l.r[0].addr, 6 * MiB, 4 * MiB, 2 * MiB, U(l.base + 4 * MiB),
-		     ENOMEM, 1, o.backend_used, "hole R0");
-	/* Default mode stops: R1 is not reached. */
-	ck_assert_msg(!vma_hg(0, l.r[1].addr), "R1 advised after a failure in default mode");
-	ck_assert_msg(rep[1].attempted == 0 && rep[1].bytes_advised == 0,
-		      "R1: attempted %u bytes_advised %llu", rep[1].attempted,
-		      (unsigned long long)rep[1].bytes_advised);
+	ck_assert_msg(ret == t->ret, "hole, %s: returned %d, expected %d (%s)", t->name, ret,
+		      t->ret, thp_strerror_detail());
+	if (stops)
+		ck_assert_int_eq(errno, -t->ret);
+	ck_assert_msg(vma_advised(l.r[0].addr, t->advice), "%s: mapped part before the hole "
+		      "not advised", t->name);
+	ck_assert_msg(vma_advised(U(l.base + 6 * MiB), t->advice), "%s: mapped part after the "
+		      "hole not advised", t->name);
+	check_report(&rep[0], l.r[0].addr, 6 * MiB, 4 * MiB, 2 * MiB,
+		     stops ? U(l.base + 4 * MiB) : 0, stops ? ENOMEM : 0, 1, o.backend_used,
+		     t->name);
+	if (stops) {
+		/* The default mode stops: R1 is not reached. */
+		ck_assert_msg(!vma_hg(0, l.r[1].addr), "R1 advised after a failure in default mode");
+		ck_assert_msg(rep[1].attempted == 0 && rep[1].bytes_advised == 0,
+			      "R1: attempted %u bytes_advised %llu", rep[1].attempted,
+			      (unsigned long long)rep[1].bytes_advised);
+	} else {
+		check_report(&rep[1], l.r[1].addr, 2 * MiB, 2 * MiB, 0, 0, 0, 1, o.backend_used,
+			     t->name);
+		ck_assert_msg(vma_advised(l.r[1].addr, t->advice), "%s: R1 not advised", t->name);
+	}
 	check_hole_sentinels(&l);
 }
 
-START_TEST(hole_default)
+START_TEST(hole)
 {
-	hole_default_check();
+	hole_check(&hole_cases[_i]);
 }
 END_TEST
 
@@ -248,55 +284,7 @@ START_TEST(after_a_success)
 		ck_assert_msg(i & 1 ? vma_hg(0, U(base)) : vma_nh(0, U(base)),
 			      "call %d: the advice is not in smaps", i);
 	}
-	hole_default_check();
-}
-END_TEST
-
-START_TEST(hole_no_error_on_unmapped)
-{
-	struct hole_layout l;
-	struct thp_report rep[2];
-	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .reports = rep,
-		 .flags = THP_F_NO_ERROR_ON_UNMAPPED);
-	int ret;
-
-	make_hole_layout(&l);
-	garbage_reports(rep, 2);
-	ret = thp_apply_ranges(l.r, 2, &o);
-	ck_assert_msg(ret == 2, "NO_ERROR_ON_UNMAPPED: returned %d, expected 2 (%s)", ret,
-		      thp_strerror_detail());
-	check_report(&rep[0], l.r[0].addr, 6 * MiB, 4 * MiB, 2 * MiB, 0, 0, 1,
-		     o.backend_used, "R0");
-	check_report(&rep[1], l.r[1].addr, 2 * MiB, 2 * MiB, 0, 0, 0, 1, o.backend_used,
-		     "R1");
-	ck_assert(vma_hg(0, l.r[0].addr));
-	ck_assert(vma_hg(0, U(l.base + 6 * MiB)));
-	ck_assert(vma_hg(0, l.r[1].addr));
-	check_hole_sentinels(&l);
-}
-END_TEST
-
-START_TEST(hole_skip_errors)
-{
-	struct hole_layout l;
-	struct thp_report rep[2];
-	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_NOHUGE, .reports = rep,
-		 .flags = THP_F_SKIP_ERRORS);
-	int ret;
-
-	make_hole_layout(&l);
-	garbage_reports(rep, 2);
-	ret = thp_apply_ranges(l.r, 2, &o);
-	/* SKIP_ERRORS implies NO_ERROR_ON_UNMAPPED: both ranges count. */
-	ck_assert_msg(ret == 2, "SKIP_ERRORS over a hole: returned %d, expected 2", ret);
-	check_report(&rep[0], l.r[0].addr, 6 * MiB, 4 * MiB, 2 * MiB, 0, 0, 1,
-		     o.backend_used, "R0");
-	check_report(&rep[1], l.r[1].addr, 2 * MiB, 2 * MiB, 0, 0, 0, 1, o.backend_used,
-		     "R1");
-	ck_assert(vma_nh(0, l.r[0].addr));
-	ck_assert(vma_nh(0, U(l.base + 6 * MiB)));
-	ck_assert(vma_nh(0, l.r[1].addr));
-	check_hole_sentinels(&l);
+	hole_check(&hole_cases[0]);
 }
 END_TEST
 
@@ -573,21 +561,12 @@ static void big_range(uint32_t backend)
 	munmap(second, 4 * MiB);
 }
 
-START_TEST(range_over_2g_process_madvise)
-{
-	big_range(THP_BACKEND_PROCESS_MADVISE);
-}
-END_TEST
+static const uint32_t big_range_backends[] = { THP_BACKEND_PROCESS_MADVISE,
+						THP_BACKEND_MADVISE, THP_BACKEND_AUTO };
 
-START_TEST(range_over_2g_madvise)
+START_TEST(range_over_2g)
 {
-	big_range(THP_BACKEND_MADVISE);
-}
-END_TEST
-
-START_TEST(range_over_2g_auto)
-{
-	big_range(THP_BACKEND_AUTO);
+	big_range(big_range_backends[_i]);
 }
 END_TEST
 #endif
@@ -801,19 +780,16 @@ static Suite *ranges_suite(void)
 	tcase_add_test(tc, huge_then_nohuge);
 	tcase_add_test(tc, forced_backends);
 	tcase_add_test(tc, forced_pmadv_unavailable);
-	tcase_add_test(tc, hole_default);
+	tcase_add_loop_test(tc, hole, 0, sizeof(hole_cases) / sizeof(hole_cases[0]));
 	tcase_add_test(tc, after_a_success);
-	tcase_add_test(tc, hole_no_error_on_unmapped);
-	tcase_add_test(tc, hole_skip_errors);
 	tcase_add_test(tc, fully_unmapped_range);
 	tcase_add_test(tc, spanning_protections);
 	tcase_add_test(tc, collapse_fail_default);
 	tcase_add_test(tc, collapse_fail_skip_errors);
 	tcase_add_test(tc, collapse_fail_no_error_on_unmapped);
 #if WIDE_ADDRESS_SPACE
-	tcase_add_test(tc, range_over_2g_process_madvise);
-	tcase_add_test(tc, range_over_2g_madvise);
-	tcase_add_test(tc, range_over_2g_auto);
+	tcase_add_loop_test(tc, range_over_2g, 0,
+			    sizeof(big_range_backends) / sizeof(big_range_backends[0]));
 #endif
 	tcase_add_test(tc, len_rounding);
 	tcase_add_test(tc, many_ranges);

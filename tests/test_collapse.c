@@ -23,15 +23,12 @@
 #include <thp/thp.h>
 
 #include "helpers.h"
+#include "../lib/compat.h" /* MADV_COLLAPSE */
 
 /* The cases over 4 GiB of address space exist on 64-bit builds only. */
 #define WIDE_ADDRESS_SPACE (UINTPTR_MAX > 0xffffffffu)
 
 #define U(p) ((uint64_t)(uintptr_t)(p))
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25
-#endif
-
 /* Checksum of the readable bytes of [p, p+len): contents must survive a collapse. */
 static uint64_t checksum(const void *p, size_t len)
 {

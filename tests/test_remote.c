@@ -18,10 +18,7 @@
 #include <thp/thp.h>
 
 #include "helpers.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
+#include "../lib/compat.h" /* __NR_pidfd_open */
 
 struct child {
 	pid_t pid;
@@ -60,7 +57,7 @@ static void start_child(struct child *c)
 	close(p[0]);
 	c->addr = addrs[0];
 	c->sentinel = addrs[1];
-	c->pidfd = (int)syscall(SYS_pidfd_open, c->pid, 0);
+	c->pidfd = (int)syscall(__NR_pidfd_open, c->pid, 0);
 	ck_assert_msg(c->pidfd >= 0, "pidfd_open: %s", strerror(errno));
 }
 
@@ -330,7 +327,7 @@ END_TEST
 START_TEST(pidfd_of_self)
 {
 	char *m = map_aligned(6, 0);
-	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	int pidfd = (int)syscall(__NR_pidfd_open, getpid(), 0);
 	struct thp_range r = { (uintptr_t)m + 2 * MiB, 2 * MiB };
 	struct thp_report rep;
 	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .reports = &rep);

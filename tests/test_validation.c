@@ -74,25 +74,82 @@ static struct thp_range target_range(void)
 
 /* ---------------- thp_apply_ranges ---------------- */
 
-START_TEST(ranges_null_opts)
-{
-	struct thp_range r = target_range();
+/*
+ * Bad options, one row each: thp_apply_ranges() over the target (or
+ * thp_apply_all(), below) fails with the row's error and changes nothing.
+ */
+#define PIDFD_FILE INT32_MIN      /* pidfd: a regular file's descriptor */
+#define PIDFD_UNOPENED 12345      /* pidfd: a descriptor that is not open */
 
-	EXPECT_ERR(thp_apply_ranges(&r, 1, NULL), EINVAL, "NULL opts");
+struct bad_opts {
+	const char *name;
+	bool null_opts;
+	int advice;
+	uint32_t flags, backend;
+	bool set_sz;   /* sz, not THP_OPTS' own size */
+	uint32_t sz;
+	int32_t pidfd;
+	int err;
+};
+
+#define HUGE_WITH(...) .advice = THP_ADVICE_HUGE, __VA_ARGS__
+#define SZ(x) .set_sz = true, .sz = (x)
+
+static const struct bad_opts ranges_bad[] = {
+	{ "NULL opts", .null_opts = true, .err = EINVAL },
+	{ "sz VER0-1", HUGE_WITH(SZ(THP_APPLY_OPTS_SIZE_VER0 - 1)), .err = EINVAL },
+	{ "sz 0", HUGE_WITH(SZ(0)), .err = EINVAL },
+	{ "sz 8", HUGE_WITH(SZ(8)), .err = EINVAL },
+	{ "flags 0x4", HUGE_WITH(.flags = 1u << 2), .err = EINVAL },
+	{ "flags 0x8", HUGE_WITH(.flags = 1u << 3), .err = EINVAL },
+	{ "flags 0x10000", HUGE_WITH(.flags = 1u << 16), .err = EINVAL },
+	{ "flags 0x80000000", HUGE_WITH(.flags = 1u << 31), .err = EINVAL },
+	{ "flags 0x21", HUGE_WITH(.flags = THP_F_SKIP_ERRORS | (1u << 5)), .err = EINVAL },
+	{ "backend 99", HUGE_WITH(.backend = 99), .err = EINVAL },
+	{ "backend THP_BACKEND_COUNT", HUGE_WITH(.backend = THP_BACKEND_COUNT), .err = EINVAL },
+	{ "backend 0x80000000", HUGE_WITH(.backend = 0x80000000u), .err = EINVAL },
+	{ "unopened fd 12345", HUGE_WITH(.pidfd = PIDFD_UNOPENED), .err = EBADF },
+	{ "unopened fd 12345, COLLAPSE", .advice = THP_ADVICE_COLLAPSE,
+	  .pidfd = PIDFD_UNOPENED, .err = EBADF },
+	{ "pidfd -1", HUGE_WITH(.pidfd = -1), .err = EBADF },
+	{ "regular file fd", HUGE_WITH(.pidfd = PIDFD_FILE), .err = EBADF },
+	{ "regular file fd, COLLAPSE", .advice = THP_ADVICE_COLLAPSE,
+	  .pidfd = PIDFD_FILE, .err = EBADF },
+};
+
+/* The row's pidfd; a regular file's is opened into *fd (the caller closes it). */
+static int32_t row_pidfd(int32_t pidfd, int *fd)
+{
+	char tmpl[] = "/tmp/thp-test-XXXXXX";
+
+	*fd = -1;
+	if (pidfd == PIDFD_UNOPENED) {
+		close(PIDFD_UNOPENED);
+		ck_assert(fcntl(PIDFD_UNOPENED, F_GETFD) == -1);
+	} else if (pidfd == PIDFD_FILE) {
+		*fd = mkstemp(tmpl);
+		ck_assert_int_ge(*fd, 0);
+		unlink(tmpl);
+		ck_assert(write(*fd, "x", 1) == 1);
+		pidfd = *fd;
+	}
+	return pidfd;
 }
-END_TEST
 
-START_TEST(ranges_small_sz)
+START_TEST(ranges_bad_opts)
 {
+	const struct bad_opts *t = &ranges_bad[_i];
 	struct thp_range r = target_range();
-	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE);
+	THP_OPTS(thp_apply_opts, o, .advice = t->advice, .flags = t->flags,
+		 .backend = t->backend);
+	int fd;
 
-	o.sz = THP_APPLY_OPTS_SIZE_VER0 - 1;
-	EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EINVAL, "sz VER0-1");
-	o.sz = 0;
-	EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EINVAL, "sz 0");
-	o.sz = 8;
-	EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EINVAL, "sz 8");
+	if (t->set_sz)
+		o.sz = t->sz;
+	o.pidfd = row_pidfd(t->pidfd, &fd);
+	EXPECT_ERR(thp_apply_ranges(&r, 1, t->null_opts ? NULL : &o), t->err, t->name);
+	if (fd >= 0)
+		close(fd);
 }
 END_TEST
 
@@ -136,22 +193,6 @@ START_TEST(ranges_big_sz_zero_tail)
 	ret = thp_apply_ranges(&r, 1, &b.o);
 	ck_assert_msg(ret == 1, "sz VER0: returned %d", ret);
 	ck_assert_msg(vma_nh(0, (uintptr_t)target), "sz VER0 accepted but no nh");
-}
-END_TEST
-
-START_TEST(ranges_unknown_flags)
-{
-	struct thp_range r = target_range();
-	static const uint32_t bad[] = { 1u << 2, 1u << 3, 1u << 16, 1u << 31,
-					THP_F_SKIP_ERRORS | (1u << 5) };
-
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .flags = bad[i]);
-		char what[64];
-
-		snprintf(what, sizeof(what), "flags 0x%x", bad[i]);
-		EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EINVAL, what);
-	}
 }
 END_TEST
 
@@ -212,101 +253,73 @@ START_TEST(ranges_null_ranges)
 }
 END_TEST
 
-START_TEST(ranges_wrapping)
+/*
+ * Bad ranges, one row each: a range that wraps past 2^64 or starts off a
+ * page boundary, alone or after a valid one (all are checked before any
+ * system call, so even the valid one stays unadvised).
+ */
+struct bad_range {
+	const char *name;
+	bool after_valid; /* a valid range (the target) first */
+	bool in_target;   /* addr is an offset into the target */
+	uint64_t addr, len;
+	bool len_to_top;  /* len: up to 2^64 exactly */
+};
+
+static const struct bad_range ranges_bad_range[] = {
+	{ "wrapping addr+len", false, false, 0xfffffffffffff000ULL, 0x2000, false },
+	{ "valid, then wrapping", true, false, 0xfffffffffffff000ULL, 0x2000, false },
+	{ "len UINT64_MAX", true, true, 0, UINT64_MAX, false },
+	{ "len UINT64_MAX-4095", true, true, 0, UINT64_MAX - 4095, false },
+	{ "addr+len == 2^64", true, true, 0, 0, true },
+	{ "unaligned start", false, true, 1, 4 * MiB, false },
+	{ "valid, then unaligned", true, true, 1, 4 * MiB, false },
+	{ "start + 2048", true, true, 2048, 4 * MiB, false },
+};
+
+START_TEST(ranges_bad_ranges)
 {
+	const struct bad_range *t = &ranges_bad_range[_i];
 	struct thp_range v[2] = { target_range() };
 	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE);
 
-	v[1].addr = 0xfffffffffffff000ULL;
-	v[1].len = 0x2000;
-	EXPECT_ERR(thp_apply_ranges(&v[1], 1, &o), EINVAL, "wrapping addr+len");
-	/* A valid range first: still nothing may happen (checked before any call). */
-	EXPECT_ERR(thp_apply_ranges(v, 2, &o), EINVAL, "valid, then wrapping");
-	v[1].addr = (uintptr_t)target;
-	v[1].len = UINT64_MAX;
-	EXPECT_ERR(thp_apply_ranges(v, 2, &o), EINVAL, "len UINT64_MAX");
-	v[1].len = UINT64_MAX - 4095;
-	EXPECT_ERR(thp_apply_ranges(v, 2, &o), EINVAL, "len UINT64_MAX-4095");
-	v[1].len = UINT64_MAX - (uintptr_t)target + 1;
-	EXPECT_ERR(thp_apply_ranges(v, 2, &o), EINVAL, "addr+len == 2^64");
-}
-END_TEST
-
-START_TEST(ranges_unaligned)
-{
-	struct thp_range v[2] = { target_range(), target_range() };
-	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE);
-
-	v[1].addr = (uintptr_t)target + 1;
-	EXPECT_ERR(thp_apply_ranges(&v[1], 1, &o), EINVAL, "unaligned start");
-	EXPECT_ERR(thp_apply_ranges(v, 2, &o), EINVAL, "valid, then unaligned");
-	v[1].addr = (uintptr_t)target + 2048;
-	EXPECT_ERR(thp_apply_ranges(v, 2, &o), EINVAL, "start + 2048");
-}
-END_TEST
-
-START_TEST(ranges_bad_pidfd)
-{
-	struct thp_range r = target_range();
-	char tmpl[] = "/tmp/thp-test-XXXXXX";
-	int fd;
-
-	close(12345);
-	ck_assert(fcntl(12345, F_GETFD) == -1);
-	{
-		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .pidfd = 12345);
-		EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EBADF, "unopened fd 12345");
-	}
-	{
-		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_COLLAPSE, .pidfd = 12345);
-		EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EBADF, "unopened fd 12345, COLLAPSE");
-	}
-	{
-		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .pidfd = -1);
-		EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EBADF, "pidfd -1");
-	}
-	fd = mkstemp(tmpl);
-	ck_assert_int_ge(fd, 0);
-	unlink(tmpl);
-	ck_assert(write(fd, "x", 1) == 1);
-	{
-		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .pidfd = fd);
-		EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EBADF, "regular file fd");
-	}
-	{
-		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_COLLAPSE, .pidfd = fd);
-		EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EBADF, "regular file fd, COLLAPSE");
-	}
-	close(fd);
-}
-END_TEST
-
-START_TEST(ranges_bad_backend)
-{
-	struct thp_range r = target_range();
-	static const uint32_t bad[] = { 99, THP_BACKEND_COUNT, 0x80000000u };
-
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .backend = bad[i]);
-		char what[64];
-
-		snprintf(what, sizeof(what), "backend %u", bad[i]);
-		EXPECT_ERR(thp_apply_ranges(&r, 1, &o), EINVAL, what);
-	}
+	v[1].addr = t->addr + (t->in_target ? (uintptr_t)target : 0);
+	v[1].len = t->len_to_top ? UINT64_MAX - v[1].addr + 1 : t->len;
+	EXPECT_ERR(thp_apply_ranges(t->after_valid ? v : &v[1], t->after_valid ? 2 : 1, &o),
+		   EINVAL, t->name);
 }
 END_TEST
 
 /* ---------------- thp_apply_all ---------------- */
 
-START_TEST(all_null_and_sizes)
-{
-	THP_OPTS(thp_apply_all_opts, o, .advice = THP_ADVICE_HUGE);
+#define ALL_ADVICE(a) { "apply_all advice " #a, .advice = a, .flags = THP_F_SKIP_ERRORS, \
+			.err = EINVAL }
 
-	EXPECT_ERR(thp_apply_all(NULL), EINVAL, "apply_all NULL");
-	o.sz = THP_APPLY_ALL_OPTS_SIZE_VER0 - 1;
-	EXPECT_ERR(thp_apply_all(&o), EINVAL, "apply_all sz VER0-1");
-	o.sz = 0;
-	EXPECT_ERR(thp_apply_all(&o), EINVAL, "apply_all sz 0");
+static const struct bad_opts all_bad[] = {
+	{ "apply_all NULL", .null_opts = true, .err = EINVAL },
+	{ "apply_all sz VER0-1", HUGE_WITH(SZ(THP_APPLY_ALL_OPTS_SIZE_VER0 - 1)), .err = EINVAL },
+	{ "apply_all sz 0", HUGE_WITH(SZ(0)), .err = EINVAL },
+	ALL_ADVICE(4), ALL_ADVICE(8), ALL_ADVICE(9), ALL_ADVICE(0), ALL_ADVICE(99), ALL_ADVICE(-1),
+	ALL_ADVICE(3), ALL_ADVICE(13), ALL_ADVICE(16), ALL_ADVICE(24), ALL_ADVICE(26),
+	{ "apply_all flags 1<<2", HUGE_WITH(.flags = 1u << 2), .err = EINVAL },
+	{ "apply_all flags 1<<31", HUGE_WITH(.flags = 1u << 31), .err = EINVAL },
+	{ "apply_all backend 99", HUGE_WITH(.backend = 99), .err = EINVAL },
+	{ "apply_all pidfd 12345", HUGE_WITH(.pidfd = PIDFD_UNOPENED), .err = EBADF },
+};
+
+START_TEST(all_bad_opts)
+{
+	const struct bad_opts *t = &all_bad[_i];
+	THP_OPTS(thp_apply_all_opts, o, .advice = t->advice, .flags = t->flags,
+		 .backend = t->backend);
+	int fd;
+
+	if (t->set_sz)
+		o.sz = t->sz;
+	o.pidfd = row_pidfd(t->pidfd, &fd);
+	EXPECT_ERR(thp_apply_all(t->null_opts ? NULL : &o), t->err, t->name);
+	if (fd >= 0)
+		close(fd);
 }
 END_TEST
 
@@ -340,36 +353,6 @@ START_TEST(all_zero_tail_accepted)
 	ret = thp_apply_all(&b.o);
 	ck_assert_msg(ret > 0, "apply_all zero tail: %d (%s)", ret, thp_strerror(ret));
 	ck_assert_msg(vma_hg(0, (uintptr_t)target), "apply_all accepted but target no hg");
-}
-END_TEST
-
-START_TEST(all_bad_flags_advice_pidfd_backend)
-{
-	for (size_t i = 0; i < sizeof(bad_advice) / sizeof(bad_advice[0]); i++) {
-		THP_OPTS(thp_apply_all_opts, o, .advice = bad_advice[i],
-			 .flags = THP_F_SKIP_ERRORS);
-		char what[64];
-
-		snprintf(what, sizeof(what), "apply_all advice %d", bad_advice[i]);
-		EXPECT_ERR(thp_apply_all(&o), EINVAL, what);
-	}
-	{
-		THP_OPTS(thp_apply_all_opts, o, .advice = THP_ADVICE_HUGE, .flags = 1u << 2);
-		EXPECT_ERR(thp_apply_all(&o), EINVAL, "apply_all flags 1<<2");
-		o.flags = 1u << 31;
-		EXPECT_ERR(thp_apply_all(&o), EINVAL, "apply_all flags 1<<31");
-	}
-	{
-		THP_OPTS(thp_apply_all_opts, o, .advice = THP_ADVICE_HUGE, .backend = 99);
-		EXPECT_ERR(thp_apply_all(&o), EINVAL, "apply_all backend 99");
-	}
-	close(12345);
-	{
-		THP_OPTS(thp_apply_all_opts, o, .advice = THP_ADVICE_HUGE, .pidfd = 12345);
-		EXPECT_ERR(thp_apply_all(&o), EBADF, "apply_all pidfd 12345");
-	}
-	/* Nothing touched target content, even with DONTNEED over everything. */
-	ck_assert(target[0] == (char)3);
 }
 END_TEST
 
@@ -526,22 +509,17 @@ static Suite *validation_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, ranges_null_opts);
-	tcase_add_test(tc, ranges_small_sz);
+	tcase_add_loop_test(tc, ranges_bad_opts, 0, sizeof(ranges_bad) / sizeof(ranges_bad[0]));
 	tcase_add_test(tc, ranges_big_sz_nonzero_tail);
 	tcase_add_test(tc, ranges_big_sz_zero_tail);
-	tcase_add_test(tc, ranges_unknown_flags);
 	tcase_add_test(tc, ranges_bad_advice);
 	tcase_add_test(tc, ranges_too_many);
 	tcase_add_test(tc, ranges_null_ranges);
-	tcase_add_test(tc, ranges_wrapping);
-	tcase_add_test(tc, ranges_unaligned);
-	tcase_add_test(tc, ranges_bad_pidfd);
-	tcase_add_test(tc, ranges_bad_backend);
-	tcase_add_test(tc, all_null_and_sizes);
+	tcase_add_loop_test(tc, ranges_bad_ranges, 0,
+			    sizeof(ranges_bad_range) / sizeof(ranges_bad_range[0]));
+	tcase_add_loop_test(tc, all_bad_opts, 0, sizeof(all_bad) / sizeof(all_bad[0]));
 	tcase_add_test(tc, all_nonzero_tail);
 	tcase_add_test(tc, all_zero_tail_accepted);
-	tcase_add_test(tc, all_bad_flags_advice_pidfd_backend);
 	tcase_add_test(tc, query_rules);
 	tcase_add_test(tc, probe_rules);
 	tcase_add_test(tc, detail_on_error);

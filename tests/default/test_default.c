@@ -33,19 +33,7 @@
 
 #include "thp_default_util.c"
 #include "../helpers.h"
-
-#ifndef PR_SET_THP_DISABLE
-#define PR_SET_THP_DISABLE 41
-#endif
-#ifndef PR_GET_THP_DISABLE
-#define PR_GET_THP_DISABLE 42
-#endif
-#ifndef PR_THP_DISABLE_EXCEPT_ADVISED
-#define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1)
-#endif
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
+#include "../../lib/compat.h" /* PR_*THP_DISABLE*, __NR_pidfd_open */
 
 #define SYSFS_ENABLED "/sys/kernel/mm/transparent_hugepage/enabled"
 #define SYSFS_2M_ENABLED "/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled"
@@ -62,16 +50,9 @@ static int read_bracketed(const char *path, char *out, size_t len)
 {
 	char buf[256];
 	char *l, *r;
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (read_file(path, buf, sizeof(buf)) <= 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
 	l = strchr(buf, '[');
 	r = l ? strchr(l, ']') : NULL;
 	if (!l || !r || (size_t)(r - l) >= len)
@@ -205,12 +186,9 @@ static void runner_teardown(void)
 static void child_setup(void)
 {
 	char pmd[32] = "";
-	int fd = open(SYSFS_PMD_SIZE, O_RDONLY | O_CLOEXEC);
 
 	ck_assert_msg(saved_ok, "could not read %s", SYSFS_ENABLED);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_gt(read(fd, pmd, sizeof(pmd) - 1), 0);
-	close(fd);
+	ck_assert_int_gt(read_file(SYSFS_PMD_SIZE, pmd, sizeof(pmd)), 0);
 	ck_assert_msg(strtoul(pmd, NULL, 10) == TU_PMD, "PMD size %s, tests need 2 MiB", pmd);
 	/* The 2 MiB size must follow the global mode we set. */
 	if (saved_2m[0] && strcmp(saved_2m, "inherit"))
@@ -625,7 +603,7 @@ static pid_t policy_child(uint32_t policy, int *pidfd, int *release_fd)
 	ck_assert_int_eq(read(ready[0], &c, 1), 1);
 	close(ready[0]);
 	ck_assert_msg(c == 'y', "child could not set %s", thp_policy_name(policy));
-	*pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	*pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
 	ck_assert_int_ge(*pidfd, 0);
 	*release_fd = release[1];
 	return pid;
@@ -795,7 +773,7 @@ static int nonzero_tail_get(void)
 
 static int other_pidfd(void)
 {
-	int fd = (int)syscall(SYS_pidfd_open, getppid(), 0);
+	int fd = (int)syscall(__NR_pidfd_open, getppid(), 0);
 	THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_NEVER, .pidfd = fd);
 	int r, e;
 

@@ -22,10 +22,7 @@
 
 #include <thp/thp.h>
 #include "../helpers.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
+#include "../../lib/compat.h" /* __NR_pidfd_open */
 
 #define PMD (2UL << 20)
 
@@ -168,7 +165,7 @@ static int call_everything(void)
 			return 8;
 	}
 	/* another process's policy through a pidfd */
-	ppidfd = (int)syscall(SYS_pidfd_open, getppid(), 0);
+	ppidfd = (int)syscall(__NR_pidfd_open, getppid(), 0);
 	if (ppidfd >= 0) {
 		THP_OPTS(thp_default_opts, g, .pidfd = ppidfd);
 		THP_OPTS(thp_query_opts, q, .pidfd = ppidfd);

@@ -16,11 +16,7 @@
 
 #include <thp/thp.h>
 
-#include "thp_default_util.c"
-
-#ifndef PR_GET_THP_DISABLE
-#define PR_GET_THP_DISABLE 42
-#endif
+#include "thp_default_util.c" /* and ../../lib/compat.h */
 
 int main(int argc, char **argv)
 {

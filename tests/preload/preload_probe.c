@@ -29,9 +29,7 @@
 
 #include <thp/thp.h>
 
-#ifndef PR_GET_THP_DISABLE
-#define PR_GET_THP_DISABLE 42
-#endif
+#include "../../lib/compat.h" /* PR_GET_THP_DISABLE */
 
 #define MIB (1024UL * 1024UL)
 

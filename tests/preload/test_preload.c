@@ -228,15 +228,12 @@ static bool proc_environ(pid_t pid, const char *name, char *buf, size_t len)
 {
 	char path[64], env[65536];
 	size_t nl = strlen(name), n;
-	int fd;
+	ssize_t got;
 
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
-	n = (size_t)read(fd, env, sizeof(env) - 1);
-	close(fd);
-	ck_assert(n < sizeof(env));
-	env[n] = 0;
+	got = read_file(path, env, sizeof(env));
+	ck_assert_msg(got >= 0, "%s: %s", path, strerror(errno));
+	n = (size_t)got;
 	for (size_t i = 0; i < n; i += strlen(env + i) + 1) {
 		if (!strncmp(env + i, name, nl) && env[i + nl] == '=') {
 			snprintf(buf, len, "%s", env + i + nl + 1);

@@ -19,9 +19,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#ifndef PR_THP_DISABLE_EXCEPT_ADVISED
-#define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1)
-#endif
+#include "../../lib/compat.h" /* PR_THP_DISABLE_EXCEPT_ADVISED */
+
 #ifndef MFD_CLOEXEC
 #define MFD_CLOEXEC 1U
 #endif

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What the parts of thp_model (the checker around the reference model)
+ * share: the case, the snapshot, the run and the kernel's facts.
+ */
+#ifndef THP_MODEL_CHECKER_H
+#define THP_MODEL_CHECKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "helpers.h"
+#include "model.h"
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102 /* 6.13 */
+#endif
+#ifndef __NR_mseal
+#define __NR_mseal 462 /* 6.10 */
+#endif
+#define KPF_THP 22
+
+/* What the kernel has (run.c's probe()), set once in main(). */
+extern struct thp_probe_info pinfo;
+extern size_t page;
+extern uint64_t pmd;
+extern bool have_guard, have_mseal, have_pfn;
+
+/* ---- the case: data, so that it can be shrunk and printed ---- */
+
+enum kind { K_ANON, K_ANON_NONE, K_ANON_RO, K_SHARED, K_FILE, K_MEMFD, K_MREMAP, K_NR };
+extern const char *const kind_names[K_NR];
+
+#define MAX_MAPS 48
+#define MAX_RANGES 10000
+
+struct map_spec {
+	uint64_t off, pages;      /* in pages from the arena start */
+	uint8_t kind;
+	uint8_t pre;              /* 0, or advice applied at build time to a part */
+	uint64_t pre_off, pre_len;
+	uint32_t populate_every;  /* touch every Nth page (0: none) */
+	uint64_t guard_page;      /* 1 + page index of a guard region, 0: none */
+	bool seal;
+	bool present;             /* false once shrinking turned it into a hole */
+};
+
+enum req { REQ_RANGES, REQ_ALL, REQ_POLICY };
+
+#define MAX_STEPS 8
+
+struct policy_step {
+	bool set;
+	uint32_t policy, flags;
+};
+
+struct case_spec {
+	uint64_t seed;
+	uint64_t arena_pages;
+	uint64_t align_pages;     /* arena start, in pages past a PMD boundary */
+	size_t nr_maps;
+	struct map_spec maps[MAX_MAPS];
+	int req, advice;
+	uint32_t flags;
+	size_t nr_ranges;
+	struct thp_range *ranges; /* addr: offset from the arena start */
+	size_t nr_steps;          /* REQ_POLICY: set/get calls in order */
+	struct policy_step steps[MAX_STEPS];
+};
+
+/* generator.c */
+void gen_case(struct case_spec *c, uint64_t seed, bool big_ok);
+void print_case(FILE *f, const struct case_spec *c);
+
+/* layout.c: map the case's layout; its arena start, or 0 when the kernel refused a step. */
+uint64_t build(const struct case_spec *c);
+
+/* ---- the truth: /proc/self/smaps, pagemap and kpageflags ---- */
+
+struct vma {
+	uint64_t start, end;
+	bool hg, nh, anon_private_rw, vsyscall;
+	int eligible; /* THPeligible, -1 if absent */
+};
+
+struct snapshot {
+	struct vma *v;
+	size_t n, cap;
+};
+
+/* The snapshots every part reads into: now, and before the call. */
+extern struct snapshot snap, prev;
+extern int pagemap_fd, kpageflags_fd;
+
+int snap_read(struct snapshot *s);
+bool pfn_of(uint64_t addr, uint64_t *pfn);
+bool extent_huge(uint64_t addr);
+void arena_from_snap(struct model_arena *a, const struct snapshot *s);
+bool overlaps_snapshot(const struct snapshot *s, const struct vma *v);
+const struct vma *snap_at(uint64_t addr);
+
+/* ---- one run: one backend, one walk mode, in its own child ---- */
+
+struct run_cfg {
+	unsigned int backend;
+	bool text_walk;
+	bool fork_check; /* also compare a forked child's smaps with the model */
+};
+
+/* compare.c: the first divergence of a run, and the checks that find one (false). */
+extern char why[1024];
+
+bool __attribute__((format(printf, 1, 2))) diverge(const char *fmt, ...);
+bool check_smaps(const struct model_arena *a, const char *where);
+bool check_forked(const struct model_arena *a);
+bool run_ranges(const struct case_spec *c, const struct run_cfg *r, struct model_arena *a);
+bool run_all(const struct case_spec *c, const struct run_cfg *r, struct model_arena *a);
+bool run_refused(const struct case_spec *c, const struct run_cfg *r, struct model_arena *a);
+
+/* policy.c */
+extern char *self_exe_path;
+extern struct model_kernel kern;
+extern struct model_policy_state start_state;
+
+int measure_kernel(void);
+int report_state(void);
+bool run_policy(const struct case_spec *c, uint64_t arena_base);
+
+/* run.c */
+int run_case(const struct case_spec *c, char *msg, size_t cap);
+int probe(void);
+
+/* shrink.c */
+void shrink(struct case_spec *c, char *msg, size_t cap);
+
+#endif
