@@ -23,8 +23,13 @@ cfg=$(find "$dest" -name libthpConfig.cmake -print -quit)
 prefix=$(meson introspect --buildoptions "$builddir" |
 	python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "prefix"))')
 
+sanitize=()
+if [ -n "${THP_SANITIZE:-}" ] && [ "$THP_SANITIZE" != none ]; then
+	sanitize=(-DCMAKE_C_FLAGS="-fsanitize=$THP_SANITIZE"
+		-DCMAKE_EXE_LINKER_FLAGS="-fsanitize=$THP_SANITIZE")
+fi
 # Only the DESTDIR's libthp: no system-wide one may satisfy find_package.
-"$cmake" -S "$src" -B "$tmp/build" -DCMAKE_PREFIX_PATH="$dest$prefix" \
+"$cmake" -S "$src" -B "$tmp/build" -DCMAKE_PREFIX_PATH="$dest$prefix" "${sanitize[@]}" \
 	-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
 	-DCMAKE_BUILD_TYPE=Release >"$tmp/configure.log" 2>&1 ||
 	{ cat "$tmp/configure.log"; fail "cmake configure"; }
