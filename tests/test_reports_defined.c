@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * thp_apply_ranges()'s reports (and thp_apply_all()'s results) after each
- * class of return, poisoned beforehand: tests/reports_defined.c, which
- * every QEMU guest runs too (tests/vm/vm_init.c).
+ * class of return, poisoned beforehand: tests/reports_defined.c.  The QEMU
+ * guests run this program too; the 32-bit one links reports_defined.c into
+ * its /init (no i386 Check).
  */
 #include <check.h>
 #include <stdlib.h>

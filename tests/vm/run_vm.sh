@@ -111,7 +111,9 @@ start=$(date +%s)
 # The model checker's long mode: THP_MODEL_VM_CASES=N [THP_MODEL_VM_FIRST=S]
 # runs only tests/model's checker, N cases from seed S, with room for about
 # a second a case (TCG runs one in 0.1-0.2 s).
-limit=90 extra_args= log_name=$label smp=2
+# THP_VM_LIMIT: seconds for a boot (meson.build gives the guest that runs
+# the host's whole library suite more).
+limit=${THP_VM_LIMIT:-90} extra_args= log_name=$label smp=2
 if [ -n "${THP_MODEL_VM_CASES:-}" ]; then
 	log_name=$label.model-long # not a log tables.py reads
 	# One vCPU: the checker runs one process at a time (it waits for its

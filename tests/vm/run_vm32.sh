@@ -49,10 +49,16 @@ fi
 	exit 1
 }
 
+# The guest-only checks meson.build's vm_init_lib names, and the two host
+# checks a 32-bit guest cannot run as the host's programs (no i386 Check).
+lib_checks=(vm_check.c abi_struct_sizes.c probe_matches_kernel.c apply_ranges_backends.c
+	apply_all_backends.c set_default_modes.c collapse_self_remote.c rfc_interfaces.c
+	rfc_policy_sequences.c)
 # vm_init held to the library's warning flags (THP_WARNING_ARGS from meson.build).
 read -r -a warnings <<<"${THP_WARNING_ARGS:--Wall -Wextra -Werror}"
 "${cc[@]}" -m32 -std=gnu11 -O2 "${warnings[@]}" -D_FILE_OFFSET_BITS=64 -I"$src/include" \
-	-DVM_INIT_LIB_ONLY -static "$src/tests/vm/vm_init.c" "$src/tests/reports_defined.c" \
+	-DVM_INIT_LIB_ONLY -static "$src/tests/vm/vm_init.c" "${lib_checks[@]/#/$src/tests/vm/}" \
+	"$src/tests/vm/prctl_78_79_unissued.c" "$src/tests/reports_defined.c" \
 	"$build/lib/libthp.a" -lpthread \
 	-o "$out/vm_init32" || exit 1
 echo "built: $build/lib/libthp.a (meson, cross/i386-linux-gnu.ini), $out/vm_init32 with" \
