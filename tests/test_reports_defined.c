@@ -2,8 +2,7 @@
 /*
  * thp_apply_ranges()'s reports (and thp_apply_all()'s results) after each
  * class of return, poisoned beforehand: tests/reports_defined.c.  The QEMU
- * guests run this program too; the 32-bit one links reports_defined.c into
- * its /init (no i386 Check).
+ * guests run this program too.
  */
 #include <check.h>
 #include <stdlib.h>

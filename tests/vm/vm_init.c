@@ -16,9 +16,9 @@
  * prints its thp_get_default() policy and a fresh mapping's VmFlags.
  *
  * Built with gcc -m32 (tests/vm/run_vm32.sh, -DVM_INIT_LIB_ONLY) it runs the
- * library checks as a 32-bit program on the kernel's IA32 emulation; the
- * host programs, thpctl and the preload (64-bit, and the test programs need
- * Check) are the 64-bit runs' part.
+ * host programs (built -m32 -static) and the library checks as 32-bit
+ * programs on the kernel's IA32 emulation; thpctl, the preload and
+ * thp_model, dynamically linked 64-bit programs, are the 64-bit runs' part.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,23 +34,7 @@
 #include <unistd.h>
 
 #include "vm_check.h"
-#include "../reports_defined.h"
 
-#ifdef VM_INIT_LIB_ONLY
-/* tests/reports_defined.c, as the host's test_reports_defined runs it (no Check for i386). */
-static void check_reports_defined(void)
-{
-	struct check c = { .name = "reports_defined" };
-
-	for (size_t i = 0; i < reports_defined_nr_cases; i++) {
-		char why[1024] = "";
-
-		if (reports_defined_cases[i].run(why, sizeof(why)))
-			cfail(&c, "%s: %s", reports_defined_cases[i].name, why);
-	}
-	cdone(&c);
-}
-#else
 /* /vmtest.conf (run_vm.sh): NAME=PATH, one a line; test=PATH may repeat. */
 #define MAX_TESTS 24
 static char conf_buf[8192];
@@ -138,7 +122,6 @@ static void run_host_tests(void)
 	if (set_sysfs_mode(boot_mode))
 		fail("host_tests", "cannot restore the global THP mode");
 }
-#endif
 
 static void setup_console(void)
 {
@@ -222,8 +205,8 @@ int main(int argc, char **argv)
 	boot_mode = cur_mode = sysfs_mode();
 	printf("VMTEST INFO boot THP mode %s\n", boot_mode < 3 ? mode_names[boot_mode] : "unknown");
 
-#ifndef VM_INIT_LIB_ONLY
 	read_conf();
+#ifndef VM_INIT_LIB_ONLY
 	{
 		char cases[24], first[24];
 		bool has_cases = cmdline_arg(cmdline, "thp_model_cases=", cases, sizeof(cases));
@@ -235,8 +218,8 @@ int main(int argc, char **argv)
 			goto done;
 		}
 	}
-	run_host_tests();
 #endif
+	run_host_tests();
 	check_abi();
 	check_probe();
 	check_apply_ranges();
@@ -246,10 +229,8 @@ int main(int argc, char **argv)
 	check_set_default();
 	check_collapse();
 #ifdef VM_INIT_LIB_ONLY
-	check_reports_defined();
-	check_prctl_hazard();
-	printf("VMTEST INFO %zu-bit library checks only: the host's test programs, thpctl and "
-	       "the preload are the 64-bit runs' part\n", 8 * sizeof(void *));
+	printf("VMTEST INFO %zu-bit run: thpctl, the preload and thp_model are the 64-bit runs' "
+	       "part\n", 8 * sizeof(void *));
 #else
 	check_thpctl(conf_thpctl, conf_preload, conf_child_report);
 #endif
