@@ -2,9 +2,10 @@
 # Boot one libthp test kernel under QEMU (TCG) with vm_init as /init.
 # usage: run_vm.sh BUILD_DIR VM_INIT KERNEL_IMAGE_NAME FLAVOUR KERNELS_DIR LABEL [NAME=FILE...]
 # (KERNELS_DIR may be ''; IMAGE is relative to it, e.g. distro/vmlinuz-...).
-# Each NAME=FILE (thpctl, the preload, a dynamically linked test program)
-# goes into the guest at its own absolute path with the shared libraries
-# ldd names for it, and into /vmtest.conf, where vm_init finds it.
+# Each NAME=FILE (thpctl, the preload, test=FILE: a host test program the
+# guest runs, ...) goes into the guest at its own absolute path with the
+# shared libraries ldd names for it, and into /vmtest.conf, where vm_init
+# finds it.
 # The guest's VMTEST lines are kept in BUILD_DIR/vm-logs/LABEL.txt for
 # tests/vm/tables.py.
 # A Debian image (distro/...) missing there comes from fetch_kernels.sh's

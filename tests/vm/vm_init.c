@@ -2,7 +2,7 @@
 /*
  * /init of the QEMU test guests (tests/vm/run_vm.sh): a runner.  It runs
  * the host's own test programs that run_vm.sh put in the initramfs (listed
- * in /vmtest.conf as test=PATH, dynamically linked with their libraries),
+ * in /vmtest.conf as test=PATH, with the libraries they link or static),
  * then the checks only a guest can make, one file each (vm_check.h lists
  * them): those that compare libthp against what this kernel's version and
  * flavour (thp_flavour=stock|rfc|rfc-fixed|distro, thp_kernel=<label> on
@@ -64,6 +64,8 @@ static void read_conf(void)
 			conf_model = v;
 		else if (!strcmp(line, "test") && nr_host_tests < MAX_TESTS)
 			host_tests[nr_host_tests++] = v;
+		else if (!strcmp(line, "test"))
+			fail("host_tests", "more than %d test=PATH lines: %s not run", MAX_TESTS, v);
 	}
 }
 
