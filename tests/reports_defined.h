@@ -2,8 +2,8 @@
 /*
  * What thp_apply_ranges() leaves in its reports (and thp_apply_all() in its
  * results) after each class of return, with every output poisoned (0xa5)
- * first.  Plain C without Check: tests/test_reports_defined.c runs the
- * cases on the host, tests/vm/vm_init.c in every guest.
+ * first.  Plain C, run by tests/test_reports_defined.c (on the host and in
+ * every QEMU guest).
  */
 #ifndef THP_TESTS_REPORTS_DEFINED_H
 #define THP_TESTS_REPORTS_DEFINED_H

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * thp_apply_ranges()'s reports (and thp_apply_all()'s results) after each
- * class of return, poisoned beforehand: tests/reports_defined.c, which
- * every QEMU guest runs too (tests/vm/vm_init.c).
+ * class of return, poisoned beforehand: tests/reports_defined.c.  The QEMU
+ * guests run this program too.
  */
 #include <check.h>
 #include <stdlib.h>

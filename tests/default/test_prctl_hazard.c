@@ -86,6 +86,15 @@ static const char *describe(int st)
 
 /* ------------------------------------------------------------------ */
 
+/* A refusal this kernel documents for @policy (see call_everything()). */
+static bool refused_here(uint32_t policy, int ret, bool pmadv, bool nohuge_refused)
+{
+	if (ret != -EOPNOTSUPP)
+		return false;
+	return (policy == THP_POLICY_NOHUGE && nohuge_refused) ||
+	       (policy == THP_POLICY_SYSTEM && pmadv);
+}
+
 /* Every libthp entry point, every policy and backend.  Results do not
  * matter here (many combinations are -EOPNOTSUPP): only that no call issues
  * prctl 78/79.  Step numbers are the exit code on an unexpected failure. */
@@ -96,9 +105,17 @@ static int call_everything(void)
 	struct thp_report rep[2];
 	char *raw, *p;
 	int ppidfd;
+	bool pmadv, nohuge_refused;
 
 	if (thp_probe(&info))
 		return 1;
+	/*
+	 * Documented refusals on the QEMU guests' kernels: NOHUGE needs
+	 * PR_THP_DISABLE_EXCEPT_ADVISED (6.18) or the RFC's PMADV, and a PMADV
+	 * default has no way back to SYSTEM.
+	 */
+	pmadv = info.backends & (1u << THP_BACKEND_PMADV);
+	nohuge_refused = !info.thp_disable_except_advised && !pmadv;
 
 	raw = mmap(NULL, 3 * PMD, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (raw == MAP_FAILED)
@@ -149,7 +166,8 @@ static int call_everything(void)
 				int ret = thp_set_default(&o);
 				THP_OPTS(thp_default_opts, g);
 
-				if (b == THP_BACKEND_AUTO && fl[f] == 0 && ret != 0)
+				if (b == THP_BACKEND_AUTO && fl[f] == 0 && ret != 0 &&
+				    !refused_here(pol, ret, pmadv, nohuge_refused))
 					return 6;
 				if (thp_get_default(&g) < 0)
 					return 7;
@@ -161,7 +179,11 @@ static int call_everything(void)
 		THP_OPTS(thp_default_opts, o, .policy = pol);
 		THP_OPTS(thp_default_opts, g);
 
-		if (thp_set_default(&o) || thp_get_default(&g))
+		int ret = thp_set_default(&o);
+
+		if (refused_here(pol, ret, pmadv, nohuge_refused))
+			continue;
+		if (ret || thp_get_default(&g))
 			return 8;
 	}
 	/* another process's policy through a pidfd */
@@ -180,8 +202,9 @@ static int call_everything(void)
 	}
 	{
 		THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_SYSTEM);
+		int ret = thp_set_default(&o);
 
-		if (thp_set_default(&o))
+		if (ret && !refused_here(THP_POLICY_SYSTEM, ret, pmadv, nohuge_refused))
 			return 10;
 	}
 	munmap(raw, 3 * PMD);

@@ -2,9 +2,10 @@
 # Boot one libthp test kernel under QEMU (TCG) with vm_init as /init.
 # usage: run_vm.sh BUILD_DIR VM_INIT KERNEL_IMAGE_NAME FLAVOUR KERNELS_DIR LABEL [NAME=FILE...]
 # (KERNELS_DIR may be ''; IMAGE is relative to it, e.g. distro/vmlinuz-...).
-# Each NAME=FILE (thpctl, the preload, a dynamically linked test program)
-# goes into the guest at its own absolute path with the shared libraries
-# ldd names for it, and into /vmtest.conf, where vm_init finds it.
+# Each NAME=FILE (thpctl, the preload, test=FILE: a host test program the
+# guest runs, ...) goes into the guest at its own absolute path with the
+# shared libraries ldd names for it, and into /vmtest.conf, where vm_init
+# finds it.
 # The guest's VMTEST lines are kept in BUILD_DIR/vm-logs/LABEL.txt for
 # tests/vm/tables.py.
 # A Debian image (distro/...) missing there comes from fetch_kernels.sh's
@@ -111,7 +112,9 @@ start=$(date +%s)
 # The model checker's long mode: THP_MODEL_VM_CASES=N [THP_MODEL_VM_FIRST=S]
 # runs only tests/model's checker, N cases from seed S, with room for about
 # a second a case (TCG runs one in 0.1-0.2 s).
-limit=90 extra_args= log_name=$label smp=2
+# THP_VM_LIMIT: seconds for a boot (meson.build gives the guest that runs
+# the host's whole library suite more).
+limit=${THP_VM_LIMIT:-90} extra_args= log_name=$label smp=2
 if [ -n "${THP_MODEL_VM_CASES:-}" ]; then
 	log_name=$label.model-long # not a log tables.py reads
 	# One vCPU: the checker runs one process at a time (it waits for its
