@@ -95,6 +95,16 @@ static void collapse_run(void *arg)
 				 .reports = &rep);
 
 			r = thp_apply_ranges(&rg, 1, &o);
+			/* EAGAIN is MADV_COLLAPSE's "busy, try again", which the
+			 * library already retried a few times per extent; a guest
+			 * under TCG on a loaded host can stay busy longer.  Do what
+			 * the man page tells a caller to do, and say so. */
+			for (int again = 1; r < 0 && rep.error == EAGAIN && again <= 3; again++) {
+				printf("VMTEST INFO collapse remote: EAGAIN, call %d of 4 after "
+				       "%d ms\n", again + 1, 50 * again);
+				usleep(50000 * again);
+				r = thp_apply_ranges(&rg, 1, &o);
+			}
 			after = huge_kb_of(pid, rbase);
 			printf("VMTEST INFO collapse remote: ret=%d advised=%lluK before=%lu kB "
 			       "after=%lu kB backend=%s detail='%s'\n", r,
