@@ -10,11 +10,10 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/uio.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "thp/thp.h"
+#include "line_reader.h"
+#include "report.h"
 
 #define THP_HIDDEN __attribute__((visibility("hidden")))
 
@@ -95,6 +94,12 @@ int target_alive(const struct thp_target *t);
  * as "THP_enabled: 0" in /proc/PID/status), 0 if not or unknown, -errno.
  */
 int target_thp_disabled(const struct thp_target *t);
+/*
+ * Open /proc/self/@file or /proc/PID/@file of @t for line_reader_next().
+ * 0 or -errno (the detail set; a remote target's missing file is -ESRCH).
+ */
+int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
+			  const char *file);
 
 /* ---- peer.c: may a rule or a process tree reach this process ---- */
 
@@ -180,146 +185,6 @@ const struct thp_backend_ops *backend_select(unsigned int want,
 struct thp_vma {
 	uint64_t start, end;
 };
-
-/* /proc text (maps, smaps), line by line, with a fixed buffer: no allocation. */
-struct line_reader {
-	int fd;
-	size_t len, pos;
-	off_t off;
-	bool eof;
-	bool skip_rest; /* inside the tail of a line cut at the buffer size */
-	char *buf;      /* small, or a larger one from line_reader_grow() or _lend() */
-	bool lent;      /* buf is the caller's: not freed */
-	size_t cap;
-	size_t scan;      /* line_reader_next(): newlines before this are known */
-	uint64_t nl_mask; /* ...and these of buf[scan - 64, scan) not handed out */
-	char small[8192];
-};
-
-/* Read @fd from its start (the fuzz target feeds text through a memfd). */
-void line_reader_init(struct line_reader *lr, int fd);
-/* Read the same file again from its start, keeping its descriptor and buffer. */
-void line_reader_rewind(struct line_reader *lr);
-/*
- * Open /proc/self/@file or /proc/PID/@file of @t for line_reader_next().
- * 0 or -errno (the detail set; a remote target's missing file is -ESRCH).
- */
-int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
-			  const char *file);
-/*
- * The next whole line, without its newline, valid until the next call.
- * 1, 0 at the end, or -errno (-ESRCH: the file emptied while it was read,
- * its process is exiting).  A line longer than the buffer is cut: its first
- * cap bytes are handed out and the rest is skipped.
- */
-int line_reader_next_slow(struct line_reader *lr, const char **line, size_t *len);
-/*
- * The next line.  smaps has some 24 lines an entry, most of them 27 bytes:
- * finding each newline from the last one makes every line wait for the
- * one before (a chain of loads through pos).  With SSE2 the newlines of
- * 64 bytes at a time go into a bit mask instead, and a line is a bit scan.
- * nl_mask holds the newlines of buf[scan - 64, scan) not yet handed out;
- * none lies in [pos, scan) before its lowest bit.
- */
-#if defined(__SSE2__)
-static inline uint64_t line_reader_nl64(const char *p)
-{
-	const __m128i nl = _mm_set1_epi8('\n');
-#define NL16(i)                                                                              \
-	((uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(                               \
-		 _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * (i))), nl))         \
-	 << (16 * (i)))
-
-	return NL16(0) | NL16(1) | NL16(2) | NL16(3);
-#undef NL16
-}
-#endif
-
-/*
- * The next line, or with @want the next one whose first byte @want marks
- * (an empty line never is): the lines passed over cost a bit scan and a
- * table lookup each, not a return to the caller (smaps: some 19 of 24
- * lines an entry).  Every field of @lr is read before any is written, and
- * line and len go through locals: no store forces a reload.
- */
-static inline int line_reader_take(struct line_reader *lr, const bool *want, const char **line,
-				   size_t *len)
-{
-	for (;;) {
-		const char *l;
-		size_t n;
-		int r;
-#if defined(__SSE2__)
-		uint64_t mask = lr->nl_mask;
-		size_t scan = lr->scan, pos = lr->pos;
-		const char *buf = lr->buf;
-
-		for (;;) {
-			size_t nl;
-
-			while (!mask && !lr->skip_rest && scan + 64 <= lr->len) {
-				mask = line_reader_nl64(buf + scan);
-				scan += 64;
-			}
-			if (!mask)
-				break;
-			nl = scan - 64 + (size_t)__builtin_ctzll(mask);
-			mask &= mask - 1;
-			if (!want || (nl > pos && want[(unsigned char)buf[pos]])) {
-				lr->nl_mask = mask;
-				lr->scan = scan;
-				lr->pos = nl + 1;
-				*line = buf + pos;
-				*len = nl - pos;
-				return 1;
-			}
-			pos = nl + 1;
-		}
-		lr->nl_mask = 0;
-		lr->scan = scan;
-		lr->pos = pos;
-#endif
-		r = line_reader_next_slow(lr, &l, &n);
-		if (r <= 0)
-			return r;
-		if (!want || (n && want[(unsigned char)l[0]])) {
-			*line = l;
-			*len = n;
-			return 1;
-		}
-	}
-}
-
-static inline int line_reader_next(struct line_reader *lr, const char **line, size_t *len)
-{
-	return line_reader_take(lr, NULL, line, len);
-}
-
-static inline int line_reader_next_if(struct line_reader *lr, const bool want[256],
-				      const char **line, size_t *len)
-{
-	return line_reader_take(lr, want, line, len);
-}
-
-/*
- * The next line that starts with @c (not '\n': -EINVAL), as
- * line_reader_next() returns lines; the lines before it are passed over
- * with memchr(), not one by one.  For a byte that starts few lines: smaps
- * has 24 lines an entry and one, the last, starting with 'V'.
- */
-int line_reader_next_starting(struct line_reader *lr, char c, const char **line, size_t *len);
-
-/*
- * A reader of a long file (smaps of a big process: ~700 bytes a mapping)
- * reads @cap bytes a system call instead of 8 KiB: each read() of a /proc
- * file finds its place in the address space again.  Best effort: without
- * memory the small buffer stays.  Before the first line only.
- */
-void line_reader_grow(struct line_reader *lr, size_t cap);
-/* As line_reader_grow(), with the caller's buffer: for a reader that must not allocate. */
-void line_reader_lend(struct line_reader *lr, char *buf, size_t cap);
-/* Close the file (a reader that failed to open holds none) and free a grown buffer. */
-void line_reader_close(struct line_reader *lr);
 
 /*
  * /proc/PID/smaps one mapping at a time, in address order (query.c).  The
@@ -464,23 +329,5 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges,
 #define THP_PRELOAD_CONTROL "thp_preload_control"
 #define THP_PRELOAD_OFF_MARK "/memfd:thp-preload-off"
 enum { THP_PRELOAD_QUERY = 0, THP_PRELOAD_OFF = 1, THP_PRELOAD_ON = 2 };
-
-/* ---- report.c ---- */
-
-void report_set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void report_clear_detail(void);
-/* End of a public call: a failure shows the detail noted, a success "". */
-void report_return(int ret);
-/*
- * Set errno from a libthp return value and pass it through; every public
- * call that can fail returns through here (it publishes the detail).
- */
-static inline int ret_errno(int ret)
-{
-	if (ret < 0)
-		errno = -ret;
-	report_return(ret);
-	return ret;
-}
 
 #endif /* THP_INTERNAL_H */
