@@ -155,7 +155,7 @@ struct thp_backend_ops {
 
 /*
  * The engine may pass a caller's struct thp_range array as the vector
- * (same layout on LP64, asserted in apply.c): backends read the vector in
+ * (same layout on LP64, RANGES_ARE_IOVECS below): backends read the vector in
  * C through this copy of struct iovec, which may alias it.
  */
 typedef struct __attribute__((may_alias)) {
@@ -179,6 +179,8 @@ extern const struct thp_backend_ops backend_madvise_ops;
 const struct thp_backend_ops *backend_select(unsigned int want,
 					     const struct thp_target *t,
 					     int advice, int *err);
+/* The AUTO backend already learnt for the own process and @advice, or NULL. */
+const struct thp_backend_ops *backend_self_auto_learnt(int advice);
 
 /* ---- vma_walk.c: enumerate mappings (PROCMAP_QUERY, text fallback) ---- */
 
@@ -265,7 +267,20 @@ void vma_walk_close(struct thp_vma_walk *w);
 /* Parse one /proc/PID/maps line's range.  0 or -EINVAL. */
 int maps_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end);
 
-/* ---- apply.c: the engine shared by every range backend ---- */
+/* ---- engine.c: the engine shared by every range backend ---- */
+
+/*
+ * On LP64 a struct thp_range is a struct iovec (u64 addr, u64 len against
+ * void *, size_t): an array of page-multiple ranges goes to the kernel as
+ * it is, without being copied into a vector first.
+ */
+#define RANGES_ARE_IOVECS                                                            \
+	(sizeof(struct thp_range) == sizeof(struct iovec) &&                         \
+	 offsetof(struct thp_range, addr) == offsetof(struct iovec, iov_base) &&     \
+	 offsetof(struct thp_range, len) == offsetof(struct iovec, iov_len) &&       \
+	 sizeof(void *) == sizeof(uint64_t) && sizeof(size_t) == sizeof(uint64_t))
+_Static_assert(sizeof(void *) != 8 || RANGES_ARE_IOVECS,
+	       "struct thp_range must have struct iovec's layout on LP64");
 
 /* Outcome of advising one requested range in detail. */
 struct range_outcome {
@@ -305,7 +320,10 @@ struct apply_ctx {
 	uint64_t total_bytes; /* ...and what a whole success returns (0: unknown) */
 };
 
-/* Open @pidfd's target and pick its backend into @ctx; 0 or -errno (nothing open). */
+/*
+ * Open @pidfd's target and pick its backend into @ctx; 0 or -errno
+ * (nothing open).  In backend_select.c.
+ */
 int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int advice,
 		   uint32_t flags, unsigned int backend);
 
@@ -315,6 +333,21 @@ int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int a
  */
 int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges,
 		 size_t n, struct thp_report *reports);
+
+/* ---- report.c: the reports the engine and the public calls write ---- */
+
+/* A report of range @r, nothing done yet. */
+void report_init(struct thp_report *rep, const struct thp_range *r, size_t page_size,
+		 unsigned int backend);
+/* ranges[from, n) were not done: their reports say so, with @error (report.c). */
+void reports_not_attempted(const struct apply_ctx *ctx, const struct thp_range *ranges,
+			   size_t from, size_t n, struct thp_report *reports, int error);
+/*
+ * A call refused before its engine ran still writes every report and
+ * backend_used (report.c says when it cannot).
+ */
+void reports_refused(const struct thp_range *ranges, size_t n, struct thp_apply_opts *opts,
+		     int opts_err, int err);
 
 /* ---- libthp-preload.so's control entry (preload/preload.c) ---- */
 
