@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock_ns.h"
 #include "collapse.h"
 #include "parse.h"
 #include "thpctl.h"
@@ -59,14 +60,6 @@ struct agent {
 	struct tracked *procs;
 	size_t nr, cap;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* Whole small /proc file into a malloc()ed buffer; its length in *@len, or NULL. */
 static char *read_proc(const char *path, size_t *len)
