@@ -141,7 +141,7 @@ static void advise_one(void *arg, const struct thp_target *self, const struct sm
 /*
  * Advise existing mappings not explicitly advised the other way, as both
  * RFCs do: one pass over smaps (the VmFlags tell), and one madvise() for
- * each run of mappings between two advised the other way (at 60,000
+ * each run of mappings between two advised the other way (with many
  * mappings, one call per mapping cost more than the smaps read).  A mapping
  * another thread advises the other way while the pass goes on, inside a
  * run already read, gets this advice: as when it comes just after the

@@ -27,8 +27,8 @@
 		       THP_DEFAULT_F_RFC_PRCTL)
 
 /*
- * The highest prctl option mainline assigns as of Linux 7.2 (81,
- * PR_SET_CFI; 78 PR_FUTEX_HASH, 79 PR_RSEQ_SLICE_EXTENSION, 80 PR_GET_CFI).
+ * The highest prctl option mainline assigns (doc/design.md lists the
+ * numbers near it and the release they were last checked against).
  * A declared RFC number at or below it names some other prctl on current
  * kernels and is refused, except the RFC's own posted pair 78/79, which the
  * read-back handshake tells apart.  Raise it when mainline assigns more.
@@ -339,7 +339,7 @@ static int get_default_locked(struct thp_default_opts *o)
 	 * A fresh mapping shows mm->def_flags, where only the RFC mechanisms
 	 * put advice (PR_SET_THP_DISABLE's is read above).  Without PMADV
 	 * probed or the prctl declared nothing can have set it: skip the probe
-	 * mapping and its smaps read (20 times the prctl).
+	 * mapping and its smaps read (many times the prctl's cost).
 	 */
 	if (c->pmadv_set_default || declared || rfc_prctl_policy >= 0)
 		err = fresh_mapping_advice(&huge, &nohuge);

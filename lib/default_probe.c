@@ -20,9 +20,9 @@
  * goes below the libraries and the mmap() area (1 GiB: under a PIE
  * executable, above a non-PIE one's usual heap), where smaps lists it among
  * its first entries and thp_query() stops right after it; placed by the
- * kernel it would come after most mappings, each formatted first (about
- * 45 ms for 20,000).  Only a free place is taken, and none near NULL, where
- * a concurrent stray pointer must still fault.
+ * kernel it would come after most mappings, each formatted first (tens of
+ * milliseconds in a big process).  Only a free place is taken, and none
+ * near NULL, where a concurrent stray pointer must still fault.
  */
 int fresh_mapping_advice(bool *huge, bool *nohuge)
 {

@@ -369,8 +369,7 @@ engine_run(const struct apply_ctx *ctx, const struct thp_range *ranges, size_t n
 		/*
 		 * COLLAPSE is explained from the start, extent by extent: one
 		 * call over several extents cannot say which one failed.  The
-		 * system calls cost ~1 us an extent against ~1 ms to collapse
-		 * one.
+		 * system calls cost little beside collapsing the extent.
 		 */
 		if (ctx->advice == MADV_COLLAPSE || detail_now)
 			goto detail;

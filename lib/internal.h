@@ -229,7 +229,7 @@ int smaps_next(struct smaps_reader *sr, struct thp_mapping_state *m);
 int smaps_next_x(struct smaps_reader *sr, struct thp_mapping_state *m, struct smaps_extra *x);
 /*
  * As smaps_next(), reading only the header's range and the VmFlags line:
- * a quarter of the instructions an entry (thp_set_default()'s pass).  Not
+ * far fewer instructions an entry (thp_set_default()'s pass).  Not
  * to be mixed with smaps_next() on one reader.
  */
 int smaps_next_advice(struct smaps_reader *sr, struct smaps_advice *a);

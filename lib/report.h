@@ -26,8 +26,9 @@ static inline int ret_errno(int ret)
 
 /*
  * The report of a range advised whole, stored in place: a helper that
- * returned the report by value measured 1.13x the raw call at 256 ranges
- * (this one compiles to the same stores as writing it out).
+ * returned the report by value showed in the happy path's ratio to the raw
+ * call (doc/performance.md); this one compiles to the same stores as
+ * writing it out.
  */
 static inline __attribute__((always_inline)) void report_whole(struct thp_report *rep,
 							       uint64_t addr, uint64_t len,

@@ -20,8 +20,8 @@
 /*
  * 0x10 | the value of a lower-case hex digit, 0 for anything else: one
  * load and one test a digit instead of two range checks (the header of
- * every smaps entry has 24 digits; 130 -> 106 instructions a 12-digit
- * number, callgrind).  The path for numbers near a buffer's end.
+ * every smaps entry has 24 digits; fewer instructions a number, counted in
+ * doc/performance.md).  The path for numbers near a buffer's end.
  */
 static const uint8_t hex_digit[256] = {
 	['0'] = 0x10, ['1'] = 0x11, ['2'] = 0x12, ['3'] = 0x13, ['4'] = 0x14,
@@ -34,8 +34,8 @@ static const uint8_t hex_digit[256] = {
  * 1 to 16 digits from the 16 bytes at @p, all of which the caller may
  * read: the digit bytes are found and turned into nibbles side by side,
  * the nibbles packed into one number, and the lanes after the last digit
- * shifted out: 52 instructions a 12-digit address instead of 106 through
- * the table (callgrind).  0 digits: returns 0 with *@n 0.
+ * shifted out: half the instructions of the table's path (counted in
+ * doc/performance.md).  0 digits: returns 0 with *@n 0.
  */
 static inline uint64_t parse_hex16(const char *p, unsigned int *n)
 {

@@ -324,7 +324,8 @@ static int finish(int status)
 }
 
 /*
- * A few system calls instead of thp_probe() (275-373 us of CPU, measured):
+ * A few system calls instead of thp_probe() (which costs more than the rest
+ * of the agent's start, doc/performance.md):
  * process_madvise() with no ranges on our own pidfd returns 0 only where
  * the kernel has the call and accepts MADV_COLLAPSE through it (6.1+),
  * capget() reads CAP_SYS_NICE, which the kernel wants for another process,
