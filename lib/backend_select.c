@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* Which range backend serves a call: the AUTO choice, learnt once per advice for the own process. */
+/* Which range backend serves a call; for the own process AUTO is learnt once per advice. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>

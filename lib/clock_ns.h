@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The clocks in nanoseconds, header-only so that lib/, thpctl (a localised libthp.a) and the bench share one. */
+/*
+ * The clocks in nanoseconds, header-only: lib/, thpctl (which links a
+ * libthp.a whose own symbols are local) and the bench share this one.
+ */
 #ifndef THP_CLOCK_NS_H
 #define THP_CLOCK_NS_H
 
