@@ -375,7 +375,7 @@ engine_run(const struct apply_ctx *ctx, const struct thp_range *ranges, size_t n
 			goto detail;
 
 		if (RANGES_ARE_IOVECS && ctx->ranges_are_iovecs && pos == 0 && off == 0) {
-			/* The caller's array is the vector (the layout is asserted above). */
+			/* The caller's array is the vector (its layout is asserted in internal.h). */
 			m = n;
 			r = ctx->be->apply_vec(ctx->t, (const struct iovec *)(const void *)ranges, m,
 					       ctx->advice);
