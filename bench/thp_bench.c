@@ -50,6 +50,8 @@
 
 /* Kernel constants the 6.1 headers lack, shared with the library. */
 #include "compat.h"
+/* now_ns(), clock_ns(): the library's clocks. */
+#include "clock_ns.h"
 
 #define REPS 15
 #define MIB (1024UL * 1024UL)
@@ -58,21 +60,16 @@
 
 /* ---------------------------------------------------------------- utils */
 
-static double now_ns(void)
+/* now_ns() (CLOCK_MONOTONIC) where a clock is passed as a function. */
+static double mono_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+	return (double)now_ns();
 }
 
 /* CPU time of this thread, kernel time (the system calls) included. */
 static double cpu_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+	return (double)clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -555,15 +552,15 @@ static size_t count_maps(void)
  * The kernel's lower bound for advising every mapping: one madvise() over
  * the whole user address space (ENOMEM only says there were gaps).  ns.
  */
-static double time_madvise_all(int advice, double (*clock_ns)(void))
+static double time_madvise_all(int advice, double (*clk)(void))
 {
 	double t0, t1;
 	int ret, e;
 
-	t0 = clock_ns();
+	t0 = clk();
 	ret = madvise(NULL, TASK_END, advice);
 	e = errno;
-	t1 = clock_ns();
+	t1 = clk();
 	if (ret && e != ENOMEM)
 		die("madvise(0, TASK_END)");
 	return t1 - t0;
@@ -615,7 +612,7 @@ static void bench_all(void)
 					if (rep >= 0)
 						lib[rep] = t1 - t0;
 				} else {
-					double t = time_madvise_all(advice, now_ns);
+					double t = time_madvise_all(advice, mono_ns);
 
 					if (rep >= 0)
 						raw[rep] = t;

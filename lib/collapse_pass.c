@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock_ns.h"
 #include "compat.h"
 #include "internal.h"
 #include "syscall.h"
@@ -47,14 +48,6 @@ struct pass {
 	struct span *spans;
 	size_t nr_spans, cap_spans;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* The kernel's own threshold: khugepaged collapses with up to max_ptes_none empty. */
 static uint32_t default_min_present(uint32_t pages_per_pmd)

@@ -10,11 +10,10 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/uio.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "thp/thp.h"
+#include "line_reader.h"
+#include "report.h"
 
 #define THP_HIDDEN __attribute__((visibility("hidden")))
 
@@ -95,6 +94,12 @@ int target_alive(const struct thp_target *t);
  * as "THP_enabled: 0" in /proc/PID/status), 0 if not or unknown, -errno.
  */
 int target_thp_disabled(const struct thp_target *t);
+/*
+ * Open /proc/self/@file or /proc/PID/@file of @t for line_reader_next().
+ * 0 or -errno (the detail set; a remote target's missing file is -ESRCH).
+ */
+int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
+			  const char *file);
 
 /* ---- peer.c: may a rule or a process tree reach this process ---- */
 
@@ -150,7 +155,7 @@ struct thp_backend_ops {
 
 /*
  * The engine may pass a caller's struct thp_range array as the vector
- * (same layout on LP64, asserted in apply.c): backends read the vector in
+ * (same layout on LP64, RANGES_ARE_IOVECS below): backends read the vector in
  * C through this copy of struct iovec, which may alias it.
  */
 typedef struct __attribute__((may_alias)) {
@@ -174,152 +179,14 @@ extern const struct thp_backend_ops backend_madvise_ops;
 const struct thp_backend_ops *backend_select(unsigned int want,
 					     const struct thp_target *t,
 					     int advice, int *err);
+/* The AUTO backend already learnt for the own process and @advice, or NULL. */
+const struct thp_backend_ops *backend_self_auto_learnt(int advice);
 
 /* ---- vma_walk.c: enumerate mappings (PROCMAP_QUERY, text fallback) ---- */
 
 struct thp_vma {
 	uint64_t start, end;
 };
-
-/* /proc text (maps, smaps), line by line, with a fixed buffer: no allocation. */
-struct line_reader {
-	int fd;
-	size_t len, pos;
-	off_t off;
-	bool eof;
-	bool skip_rest; /* inside the tail of a line cut at the buffer size */
-	char *buf;      /* small, or a larger one from line_reader_grow() or _lend() */
-	bool lent;      /* buf is the caller's: not freed */
-	size_t cap;
-	size_t scan;      /* line_reader_next(): newlines before this are known */
-	uint64_t nl_mask; /* ...and these of buf[scan - 64, scan) not handed out */
-	char small[8192];
-};
-
-/* Read @fd from its start (the fuzz target feeds text through a memfd). */
-void line_reader_init(struct line_reader *lr, int fd);
-/* Read the same file again from its start, keeping its descriptor and buffer. */
-void line_reader_rewind(struct line_reader *lr);
-/*
- * Open /proc/self/@file or /proc/PID/@file of @t for line_reader_next().
- * 0 or -errno (the detail set; a remote target's missing file is -ESRCH).
- */
-int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
-			  const char *file);
-/*
- * The next whole line, without its newline, valid until the next call.
- * 1, 0 at the end, or -errno (-ESRCH: the file emptied while it was read,
- * its process is exiting).  A line longer than the buffer is cut: its first
- * cap bytes are handed out and the rest is skipped.
- */
-int line_reader_next_slow(struct line_reader *lr, const char **line, size_t *len);
-/*
- * The next line.  smaps has some 24 lines an entry, most of them 27 bytes:
- * finding each newline from the last one makes every line wait for the
- * one before (a chain of loads through pos).  With SSE2 the newlines of
- * 64 bytes at a time go into a bit mask instead, and a line is a bit scan.
- * nl_mask holds the newlines of buf[scan - 64, scan) not yet handed out;
- * none lies in [pos, scan) before its lowest bit.
- */
-#if defined(__SSE2__)
-static inline uint64_t line_reader_nl64(const char *p)
-{
-	const __m128i nl = _mm_set1_epi8('\n');
-#define NL16(i)                                                                              \
-	((uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(                               \
-		 _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * (i))), nl))         \
-	 << (16 * (i)))
-
-	return NL16(0) | NL16(1) | NL16(2) | NL16(3);
-#undef NL16
-}
-#endif
-
-/*
- * The next line, or with @want the next one whose first byte @want marks
- * (an empty line never is): the lines passed over cost a bit scan and a
- * table lookup each, not a return to the caller (smaps: some 19 of 24
- * lines an entry).  Every field of @lr is read before any is written, and
- * line and len go through locals: no store forces a reload.
- */
-static inline int line_reader_take(struct line_reader *lr, const bool *want, const char **line,
-				   size_t *len)
-{
-	for (;;) {
-		const char *l;
-		size_t n;
-		int r;
-#if defined(__SSE2__)
-		uint64_t mask = lr->nl_mask;
-		size_t scan = lr->scan, pos = lr->pos;
-		const char *buf = lr->buf;
-
-		for (;;) {
-			size_t nl;
-
-			while (!mask && !lr->skip_rest && scan + 64 <= lr->len) {
-				mask = line_reader_nl64(buf + scan);
-				scan += 64;
-			}
-			if (!mask)
-				break;
-			nl = scan - 64 + (size_t)__builtin_ctzll(mask);
-			mask &= mask - 1;
-			if (!want || (nl > pos && want[(unsigned char)buf[pos]])) {
-				lr->nl_mask = mask;
-				lr->scan = scan;
-				lr->pos = nl + 1;
-				*line = buf + pos;
-				*len = nl - pos;
-				return 1;
-			}
-			pos = nl + 1;
-		}
-		lr->nl_mask = 0;
-		lr->scan = scan;
-		lr->pos = pos;
-#endif
-		r = line_reader_next_slow(lr, &l, &n);
-		if (r <= 0)
-			return r;
-		if (!want || (n && want[(unsigned char)l[0]])) {
-			*line = l;
-			*len = n;
-			return 1;
-		}
-	}
-}
-
-static inline int line_reader_next(struct line_reader *lr, const char **line, size_t *len)
-{
-	return line_reader_take(lr, NULL, line, len);
-}
-
-static inline int line_reader_next_if(struct line_reader *lr, const bool want[256],
-				      const char **line, size_t *len)
-{
-	return line_reader_take(lr, want, line, len);
-}
-
-/*
- * The next line that starts with @c (not '\n': -EINVAL), as
- * line_reader_next() returns lines; the lines before it are passed over
- * with memchr(), not one by one.  For a byte that starts few lines: smaps
- * has 24 lines an entry and one, the last, starting with 'V'.
- */
-int line_reader_next_starting(struct line_reader *lr, char c, const char **line, size_t *len);
-
-/*
- * A reader of a long file (smaps of a big process: ~700 bytes a mapping)
- * reads @cap bytes a system call instead of 8 KiB: each read() of a /proc
- * file finds its place in the address space again.  Best effort: without
- * memory the small buffer stays.  Before the first line only.
- */
-void line_reader_grow(struct line_reader *lr, size_t cap);
-/* As line_reader_grow(), with the caller's buffer: for a reader that must not allocate. */
-void line_reader_lend(struct line_reader *lr, char *buf, size_t cap);
-/* Close the file (a reader that failed to open holds none) and free a grown buffer. */
-void line_reader_close(struct line_reader *lr);
 
 /*
  * /proc/PID/smaps one mapping at a time, in address order (query.c).  The
@@ -362,7 +229,7 @@ int smaps_next(struct smaps_reader *sr, struct thp_mapping_state *m);
 int smaps_next_x(struct smaps_reader *sr, struct thp_mapping_state *m, struct smaps_extra *x);
 /*
  * As smaps_next(), reading only the header's range and the VmFlags line:
- * a quarter of the instructions an entry (thp_set_default()'s pass).  Not
+ * far fewer instructions an entry (thp_set_default()'s pass).  Not
  * to be mixed with smaps_next() on one reader.
  */
 int smaps_next_advice(struct smaps_reader *sr, struct smaps_advice *a);
@@ -400,7 +267,20 @@ void vma_walk_close(struct thp_vma_walk *w);
 /* Parse one /proc/PID/maps line's range.  0 or -EINVAL. */
 int maps_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end);
 
-/* ---- apply.c: the engine shared by every range backend ---- */
+/* ---- engine.c: the engine shared by every range backend ---- */
+
+/*
+ * On LP64 a struct thp_range is a struct iovec (u64 addr, u64 len against
+ * void *, size_t): an array of page-multiple ranges goes to the kernel as
+ * it is, without being copied into a vector first.
+ */
+#define RANGES_ARE_IOVECS                                                            \
+	(sizeof(struct thp_range) == sizeof(struct iovec) &&                         \
+	 offsetof(struct thp_range, addr) == offsetof(struct iovec, iov_base) &&     \
+	 offsetof(struct thp_range, len) == offsetof(struct iovec, iov_len) &&       \
+	 sizeof(void *) == sizeof(uint64_t) && sizeof(size_t) == sizeof(uint64_t))
+_Static_assert(sizeof(void *) != 8 || RANGES_ARE_IOVECS,
+	       "struct thp_range must have struct iovec's layout on LP64");
 
 /* Outcome of advising one requested range in detail. */
 struct range_outcome {
@@ -440,7 +320,10 @@ struct apply_ctx {
 	uint64_t total_bytes; /* ...and what a whole success returns (0: unknown) */
 };
 
-/* Open @pidfd's target and pick its backend into @ctx; 0 or -errno (nothing open). */
+/*
+ * Open @pidfd's target and pick its backend into @ctx; 0 or -errno
+ * (nothing open).  In backend_select.c.
+ */
 int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int advice,
 		   uint32_t flags, unsigned int backend);
 
@@ -450,6 +333,21 @@ int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int a
  */
 int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges,
 		 size_t n, struct thp_report *reports);
+
+/* ---- report.c: the reports the engine and the public calls write ---- */
+
+/* A report of range @r, nothing done yet. */
+void report_init(struct thp_report *rep, const struct thp_range *r, size_t page_size,
+		 unsigned int backend);
+/* ranges[from, n) were not done: their reports say so, with @error (report.c). */
+void reports_not_attempted(const struct apply_ctx *ctx, const struct thp_range *ranges,
+			   size_t from, size_t n, struct thp_report *reports, int error);
+/*
+ * A call refused before its engine ran still writes every report and
+ * backend_used (report.c says when it cannot).
+ */
+void reports_refused(const struct thp_range *ranges, size_t n, struct thp_apply_opts *opts,
+		     int opts_err, int err);
 
 /* ---- libthp-preload.so's control entry (preload/preload.c) ---- */
 
@@ -464,23 +362,5 @@ int apply_engine(const struct apply_ctx *ctx, const struct thp_range *ranges,
 #define THP_PRELOAD_CONTROL "thp_preload_control"
 #define THP_PRELOAD_OFF_MARK "/memfd:thp-preload-off"
 enum { THP_PRELOAD_QUERY = 0, THP_PRELOAD_OFF = 1, THP_PRELOAD_ON = 2 };
-
-/* ---- report.c ---- */
-
-void report_set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void report_clear_detail(void);
-/* End of a public call: a failure shows the detail noted, a success "". */
-void report_return(int ret);
-/*
- * Set errno from a libthp return value and pass it through; every public
- * call that can fail returns through here (it publishes the detail).
- */
-static inline int ret_errno(int ret)
-{
-	if (ret < 0)
-		errno = -ret;
-	report_return(ret);
-	return ret;
-}
 
 #endif /* THP_INTERNAL_H */

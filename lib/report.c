@@ -155,3 +155,62 @@ THP_API const char *thp_version(void)
 {
 	return THP_VERSION_STRING;
 }
+
+/* ---- the reports of thp_apply_ranges() and thp_apply_all() ---- */
+
+void report_init(struct thp_report *rep, const struct thp_range *r, size_t page_size,
+		 unsigned int backend)
+{
+	memset(rep, 0, sizeof(*rep));
+	rep->addr = r->addr;
+	rep->len = range_len(r, page_size);
+	rep->backend = backend;
+}
+
+/*
+ * ranges[from, n) were not done: their reports say so, with @error 0 when
+ * an earlier range's failure stopped the call, else the positive errno
+ * with which the call failed as a whole (thp_apply_ranges(3)).
+ */
+void reports_not_attempted(const struct apply_ctx *ctx, const struct thp_range *ranges,
+			   size_t from, size_t n, struct thp_report *reports, int error)
+{
+	for (size_t i = from; reports && i < n; i++) {
+		report_init(&reports[i], &ranges[i], ctx->page_size, ctx->be->id);
+		reports[i].error = error;
+	}
+}
+
+/*
+ * A call refused before its engine ran (bad input, a target or advice it
+ * cannot serve) still writes every report and backend_used, so that the
+ * caller never reads what they held before: no backend, not attempted, the
+ * call's error.  Except when the input does not say where the reports are
+ * or how many: no options, a size the library does not accept, more than
+ * THP_MAX_RANGES ranges.
+ */
+void reports_refused(const struct thp_range *ranges, size_t n, struct thp_apply_opts *opts,
+		     int opts_err, int err)
+{
+	struct thp_report *rep;
+	size_t page_size;
+
+	if (opts_err == -EINVAL)
+		return;
+	opts->backend_used = THP_BACKEND_AUTO;
+	rep = opts->reports;
+	if (!rep || n > THP_MAX_RANGES)
+		return;
+	page_size = caps_get()->page_size;
+	for (size_t i = 0; i < n; i++) {
+		memset(&rep[i], 0, sizeof(rep[i]));
+		if (ranges) {
+			rep[i].addr = ranges[i].addr;
+			/* A length that would wrap when rounded up is given as it is. */
+			rep[i].len = ranges[i].len > UINT64_MAX - page_size + 1
+					     ? ranges[i].len
+					     : range_len(&ranges[i], page_size);
+		}
+		rep[i].error = -err;
+	}
+}

@@ -131,3 +131,19 @@ int target_thp_disabled(const struct thp_target *t)
 	p = strstr(buf, "\nTHP_enabled:");
 	return p && !strtol(p + 13, NULL, 10) ? 1 : 0;
 }
+
+int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
+			  const char *file)
+{
+	char path[64];
+
+	if (t->self)
+		snprintf(path, sizeof(path), "/proc/self/%s", file);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)t->pid, file);
+	line_reader_init(lr, sys_open(path, O_RDONLY));
+	if (lr->fd >= 0)
+		return 0;
+	report_set_detail("cannot open %s: %s", path, strerror(-lr->fd));
+	return lr->fd == -ENOENT && !t->self ? -ESRCH : lr->fd;
+}

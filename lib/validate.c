@@ -70,8 +70,8 @@ static int validate_ranges_exact(const struct thp_range *ranges, size_t n, size_
 _Static_assert(THP_MAX_RANGES <= 1u << 20, "LEN_BOUND keeps the sum below 2^63");
 
 /*
- * The common request in one pass of a few instructions a range (the
- * kernel spends ~110 ns on each): addresses and lengths are OR-ed and
+ * The common request in one pass of a few instructions a range (far less
+ * than the kernel spends on each): addresses and lengths are OR-ed and
  * checked once against the page size and the bounds above.  A request
  * that fails there goes range by range, for the detail or the exact sum.
  */

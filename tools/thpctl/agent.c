@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock_ns.h"
 #include "collapse.h"
 #include "parse.h"
 #include "thpctl.h"
@@ -59,14 +60,6 @@ struct agent {
 	struct tracked *procs;
 	size_t nr, cap;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* Whole small /proc file into a malloc()ed buffer; its length in *@len, or NULL. */
 static char *read_proc(const char *path, size_t *len)
@@ -331,7 +324,8 @@ static int finish(int status)
 }
 
 /*
- * A few system calls instead of thp_probe() (275-373 us of CPU, measured):
+ * A few system calls instead of thp_probe() (which costs more than the rest
+ * of the agent's start, doc/performance.md):
  * process_madvise() with no ranges on our own pidfd returns 0 only where
  * the kernel has the call and accepts MADV_COLLAPSE through it (6.1+),
  * capget() reads CAP_SYS_NICE, which the kernel wants for another process,
