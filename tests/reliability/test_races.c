@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../lib/clock_ns.h"
 #include "../helpers.h"
 #include "thp/thp.h"
 
@@ -25,14 +26,14 @@
 #define LONG_MIB 4
 #define APPLY_ITERS 3000
 #define CHURN_ITERS 200000
-#define TIME_BUDGET_NS (8LL * 1000000000LL)
+#define TIME_BUDGET_NS (8ULL * 1000000000ULL)
 
 static char *long_maps[NR_LONG];
 static uint64_t long_sums[NR_LONG];
 static _Atomic uintptr_t churn_addr[2];
 static _Atomic size_t churn_len[2];
 static atomic_bool stop;
-static long long t0;
+static uint64_t t0;
 
 /* Failures found in threads, reported by the main thread. */
 static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -50,14 +51,6 @@ static void bad(const char *fmt, ...)
 	pthread_mutex_unlock(&err_lock);
 	va_end(ap);
 	atomic_store(&stop, true);
-}
-
-static long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 static bool out_of_time(void)
