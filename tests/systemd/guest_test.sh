@@ -1,0 +1,214 @@
+#!/bin/bash
+# The systemd guest's checks (run by vmtest.service inside the guest): the
+# distributions' own units of redis-server and memcached under thpctl
+# drop-ins, checked against systemctl and /proc/PID/smaps.  One VMTEST line
+# per result on the serial console, "VMTEST DONE" last.
+# /opt/libthp-vmtest/conf (from the host) sets THPCTL (thpctl's path),
+# PRELOAD_DIR (where the preload lives) and PHASES.
+set -u
+. /opt/libthp-vmtest/conf
+export SYSTEMD_PAGER= SYSTEMD_COLORS=0
+
+info() { echo "VMTEST INFO $*"; }
+pass() { echo "VMTEST PASS $*"; }
+fail() { echo "VMTEST FAIL $*"; }
+check() { # NAME WHY COMMAND...: PASS when COMMAND succeeds
+	local name=$1 why=$2
+	shift 2
+	if "$@"; then pass "$name"; else fail "$name: $why"; fi
+}
+
+# A line of its own: systemd resets the terminal when it opens it.
+echo
+info "systemd $(systemctl --version | head -n1)"
+info "kernel $(uname -r) THP mode $(cat /sys/kernel/mm/transparent_hugepage/enabled)"
+# systemd-analyze time waits for the end of the boot, which this unit is part of.
+info "boot: multi-user.target reached $(systemctl show -P ActiveEnterTimestampMonotonic multi-user.target | awk '{printf "%.1f", $1 / 1e6}') s after the kernel started"
+# What the boot spent its time on (TCG), slowest steps of systemd's journal.
+journalctl -b -q --no-pager -o short-monotonic | grep -E 'Reached target|Finished|Started|Run /init|Freeing unused|Mounted root|systemd 252 running' |
+	sed 's/^/VMTEST LOG boot: /'
+info "thpctl $($THPCTL --version 2>&1 | head -n1)"
+# The project's host runs the madvise mode; so does the guest (Debian's
+# kernel boots with "always", where everything is huge anyway).
+echo madvise >/sys/kernel/mm/transparent_hugepage/enabled
+
+dropin_dir=/etc/systemd/system/redis-server.service.d
+# The unit's own ExecStart=, as systemd read it from Debian's file.
+redis_exec=$(systemctl show -P ExecStart redis-server.service | sed -n 's/.*argv\[\]=\([^;]*\) ;.*/\1/p')
+info "redis-server.service ExecStart: $redis_exec"
+info "redis-server.service $(systemctl show -p Type -p User -p NotifyAccess -p CapabilityBoundingSet -p ExecPaths -p NoExecPaths redis-server.service | tr '\n' ' ')"
+
+# Everything about a unit after a start attempt, for the log.
+show_unit() { # UNIT LABEL
+	info "$2: $(systemctl show -p ActiveState -p SubState -p Result -p MainPID -p ExecMainStatus "$1" | tr '\n' ' ')"
+	systemctl status --no-pager -n 0 "$1" 2>&1 | sed "s/^/VMTEST LOG $2 status: /"
+	journalctl --no-pager -q -o cat -u "$1" --since "@$3" 2>&1 | tail -n 20 | sed "s/^/VMTEST LOG $2 journal: /"
+}
+
+# Start UNIT, wait at most S seconds for active; the state reached.
+start_unit() { # UNIT SECONDS
+	timeout "$2" systemctl start "$1" >/dev/null 2>&1
+	systemctl show -P ActiveState "$1"
+}
+
+write_dropin() { # DIR NAME TEXT
+	mkdir -p "$1" && printf '%s\n' "$3" >"$1/$2" && systemctl daemon-reload
+}
+
+# AnonHugePages as a percentage of the anonymous memory that could be huge:
+# per anonymous mapping, its resident anonymous memory up to the part of it
+# that 2 MiB pages can cover (the mapping's aligned span).
+huge_share() { # PID -> "pct anon_kB huge_kB alignable_kB"
+	perl -e '
+		my ($anon, $huge, $align, $span, $is_anon) = (0, 0, 0, 0, 0);
+		while (<>) {
+			if (/^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(\S*)/) {
+				my ($s, $e) = (hex($1), hex($2));
+				my ($a, $b) = (int(($s + 2097151) / 2097152), int($e / 2097152));
+				$span = $b > $a ? ($b - $a) * 2048 : 0;
+				$is_anon = $3 eq "" || $3 =~ /^\[(heap|stack)/;
+			} elsif (/^Anonymous:\s+(\d+)/) {
+				$anon += $1;
+				$align += $1 < $span ? $1 : $span if $is_anon;
+			} elsif (/^AnonHugePages:\s+(\d+)/) {
+				$huge += $1;
+			}
+		}
+		printf "%d %d %d %d\n", $align ? 100 * $huge / $align : 0, $anon, $huge, $align;
+	' "/proc/$1/smaps"
+}
+
+# The pid of the redis-server process of the unit (MainPID or its child).
+redis_pid() { pgrep -x redis-server | head -n1; }
+
+# MiB of 8000-byte values through redis-cli (one EVAL: under TCG, 1 KiB
+# values took two minutes for 500 MiB, most of it per-command overhead).
+redis_fill() { # MiB
+	redis-cli EVAL "for i=1,$(($1 * 1048576 / 8000)) do redis.call('SET','k'..i,string.rep('x',8000)) end return 1" 0 >/dev/null
+}
+
+t0() { date +%s; }
+
+# 1. The recipe of README and thpctl(1) as written: only ExecStart= prefixed.
+phase_prefix_only() {
+	local since
+	since=$(t0)
+	write_dropin $dropin_dir thpctl.conf "[Service]
+ExecStart=
+ExecStart=$THPCTL run --policy huge -- $redis_exec"
+	state=$(start_unit redis-server.service 60)
+	show_unit redis-server.service prefix_only "$since"
+	info "prefix_only: redis-server.service with only ExecStart= prefixed: $state"
+	systemctl stop redis-server.service; systemctl reset-failed redis-server.service 2>/dev/null
+	rm -f $dropin_dir/thpctl.conf
+}
+
+# 2. As thpctl runs under Debian's unit: user redis, no capability, so no
+#    agent: thpctl execs redis, whose notifications go straight to systemd.
+phase_exec() {
+	local since pid
+	since=$(t0)
+	write_dropin $dropin_dir thpctl.conf "[Service]
+ExecPaths=$THPCTL $PRELOAD_DIR
+ExecStart=
+ExecStart=$THPCTL run --policy huge -- $redis_exec"
+	state=$(start_unit redis-server.service 60)
+	show_unit redis-server.service exec "$since"
+	check redis_exec_active "state $state" test "$state" = active
+	pid=$(systemctl show -P MainPID redis-server.service)
+	info "exec: MainPID $pid is $(cat /proc/$pid/comm 2>/dev/null)"
+	measure exec "$pid"
+	systemctl stop redis-server.service
+	rm -f $dropin_dir/thpctl.conf
+}
+
+# 3. thpctl as the collapse agent (the unit gives it CAP_SYS_NICE): thpctl
+#    is the main PID and redis its child.
+phase_agent() {
+	local since main child state t
+	since=$(t0)
+	write_dropin $dropin_dir thpctl.conf "[Service]
+ExecPaths=$THPCTL $PRELOAD_DIR
+PrivateUsers=no
+CapabilityBoundingSet=CAP_SYS_NICE
+AmbientCapabilities=CAP_SYS_NICE
+SystemCallFilter=process_madvise pidfd_open setfsuid setfsgid
+TimeoutStartSec=${AGENT_TIMEOUT:-90}
+ExecStart=
+ExecStart=$THPCTL run --policy huge ${AGENT_ARGS:-} -- $redis_exec"
+	t=$(date +%s%N)
+	state=$(start_unit redis-server.service $((${AGENT_TIMEOUT:-90} + 10)))
+	info "agent: start took $((($(date +%s%N) - t) / 1000000)) ms"
+	show_unit redis-server.service agent "$since"
+	journalctl --no-pager -q -o short-monotonic -u redis-server.service --since "@$since" | sed 's/^/VMTEST LOG agent journal-full: /'
+	ps -e -o pid,ppid,user,comm | grep -E 'thpctl|redis' | sed 's/^/VMTEST LOG agent ps: /'
+	tail -n 5 /var/log/redis/redis-server.log | sed 's/^/VMTEST LOG agent redis log: /'
+	if [ -n "${AGENT_ARGS:-}" ]; then
+		journalctl -b --no-pager -q -o short-monotonic --since "@$since" | sed 's/^/VMTEST LOG agent all: /'
+		dmesg | tail -n 10 | sed 's/^/VMTEST LOG agent dmesg: /'
+	fi
+	check redis_agent_active "state $state (Type=notify, thpctl the main PID)" test "$state" = active
+	[ "$state" = active ] || { systemctl stop redis-server.service; rm -f $dropin_dir/thpctl.conf; return; }
+	main=$(systemctl show -P MainPID redis-server.service)
+	child=$(redis_pid)
+	info "agent: MainPID $main ($(cat /proc/$main/comm)), redis-server pid $child (parent $(ps -o ppid= -p $child))"
+	check redis_agent_mainpid "MainPID $main is $(cat /proc/$main/comm), not thpctl" \
+		test "$(cat /proc/$main/comm)" = thpctl
+	check redis_agent_child "redis-server $child is not MainPID's child" \
+		test "$(ps -o ppid= -p "$child" | tr -d ' ')" = "$main"
+	measure agent "$child"
+	# restart: a new thpctl and redis, active again.
+	systemctl restart redis-server.service
+	state=$(systemctl show -P ActiveState redis-server.service)
+	local main2
+	main2=$(systemctl show -P MainPID redis-server.service)
+	check redis_agent_restart "after restart: $state, MainPID $main2" \
+		test "$state" = active -a "$main2" != "$main" -a "$(cat /proc/$main2/comm 2>/dev/null)" = thpctl
+	# reload: Debian's unit has no ExecReload=, so systemctl refuses it with
+	# or without thpctl; the same answer is what "behaves as without" means.
+	systemctl reload redis-server.service >/dev/null 2>&1
+	rc=$?
+	[ -n "$RELOAD_PLAIN" ] && check redis_agent_reload "reload answered $rc (without thpctl: $RELOAD_PLAIN)" test "$rc" = "$RELOAD_PLAIN"
+	systemctl stop redis-server.service
+	state=$(systemctl show -P ActiveState redis-server.service)
+	check redis_agent_stop "after stop: $state, redis-server left: $(redis_pid)" \
+		test "$state" = inactive -a -z "$(redis_pid)"
+	rm -f $dropin_dir/thpctl.conf
+	systemctl daemon-reload
+}
+
+measure() { # LABEL PID
+	local t
+	t=$(date +%s%N)
+	redis_fill "${FILL_MIB:-500}"
+	info "$1: filled ${FILL_MIB:-500} MiB in $((($(date +%s%N) - t) / 1000000)) ms"
+	sleep 10
+	read -r pct anon huge align <<<"$(huge_share "$2")"
+	info "$1: redis-server pid $2 after 10 s: Anonymous $anon kB AnonHugePages $huge kB alignable $align kB: ${pct}% huge"
+	grep -E '^(Rss|Anonymous|AnonHugePages):' "/proc/$2/smaps_rollup" | tr -s ' ' | tr '\n' ' ' | sed "s/^/VMTEST INFO $1: smaps_rollup: /"; echo
+	if [ "$1" = agent ]; then
+		check redis_agent_huge "${pct}% of alignable anonymous memory huge (want >= 90%)" test "$pct" -ge 90
+	fi
+}
+
+# Without thpctl, as shipped: the reference for every other run.
+phase_plain() {
+	local since state
+	since=$(t0)
+	state=$(start_unit redis-server.service 60)
+	show_unit redis-server.service plain "$since"
+	check redis_plain_active "state $state" test "$state" = active
+	systemctl reload redis-server.service >/dev/null 2>&1
+	RELOAD_PLAIN=$?
+	info "plain: systemctl reload answered $RELOAD_PLAIN"
+	measure plain "$(systemctl show -P MainPID redis-server.service)"
+	systemctl stop redis-server.service
+}
+
+RELOAD_PLAIN=
+for phase in ${PHASES:-plain prefix_only exec agent}; do
+	info "phase $phase"
+	redis-cli FLUSHALL >/dev/null 2>&1
+	phase_$phase
+done
+echo "VMTEST DONE"
