@@ -7,7 +7,7 @@
 # PRELOAD_DIR (where the preload lives) and PHASES.
 set -u
 . /opt/libthp-vmtest/conf
-export SYSTEMD_PAGER= SYSTEMD_COLORS=0
+export SYSTEMD_PAGER='' SYSTEMD_COLORS=0
 
 info() { echo "VMTEST INFO $*"; }
 pass() { echo "VMTEST PASS $*"; }
@@ -205,8 +205,139 @@ phase_plain() {
 	systemctl stop redis-server.service
 }
 
+# memcached (Debian's unit: Type=simple, a perl wrapper that execs memcached,
+# which drops to user memcache) under --policy never and nohuge.  The guest
+# runs the THP mode "always" for this, where the policies make a difference
+# to memory nobody advised: per policy, its THPeligible mappings and its
+# AnonHugePages after a 48 MiB fill (8 KiB values through bash's /dev/tcp).
+memcached_fill() { # MiB
+	local v i n=$(($1 * 128))
+	v=$(head -c 8000 /dev/zero | tr '\0' x)
+	exec 3<>/dev/tcp/127.0.0.1/11211 || return 1
+	for ((i = 0; i < n; i++)); do
+		printf 'set k%d 0 0 8000 noreply\r\n%s\r\n' "$i" "$v" >&3
+	done
+	printf 'quit\r\n' >&3
+	cat <&3 >/dev/null
+	exec 3<&-
+}
+
+# PR_THP_DISABLE_EXCEPT_ADVISED: mainline 6.18.
+kernel_has_except_advised() {
+	local v
+	v=$(uname -r | sed 's/^\([0-9]*\)\.\([0-9]*\).*/\1 \2/')
+	set -- $v
+	[ "$1" -gt 6 ] || { [ "$1" = 6 ] && [ "$2" -ge 18 ]; }
+}
+
+memcached_case() { # LABEL [POLICY]
+	local since state pid eligible total t
+	since=$(t0)
+	mkdir -p /etc/systemd/system/memcached.service.d
+	if [ -n "${2:-}" ]; then
+		write_dropin /etc/systemd/system/memcached.service.d thpctl.conf "[Service]
+ExecStart=
+ExecStart=$THPCTL run --policy $2 -- $memcached_exec"
+	else
+		rm -f /etc/systemd/system/memcached.service.d/thpctl.conf
+		systemctl daemon-reload
+	fi
+	state=$(start_unit memcached.service 60)
+	sleep 2
+	if [ "${2:-}" = nohuge ] && ! kernel_has_except_advised; then
+		# NOHUGE needs PR_THP_DISABLE_EXCEPT_ADVISED (6.18): thpctl must
+		# refuse with exit 125 and say why, not run memcached without it.
+		local why
+		why=$(journalctl -q --no-pager -o cat -u memcached.service --since "@$since" | grep -m1 'cannot set policy nohuge')
+		info "memcached nohuge on $(uname -r): ExecMainStatus $(systemctl show -P ExecMainStatus memcached.service): $why"
+		check memcached_nohuge_refused "no refusal in the journal: '$why'" \
+			test -n "$why" -a -z "$(pgrep -x memcached)"
+		systemctl stop memcached.service
+		systemctl reset-failed memcached.service 2>/dev/null
+		return
+	fi
+	pid=$(pgrep -x memcached | head -n1)
+	info "memcached $1: $state, MainPID $(systemctl show -P MainPID memcached.service), memcached pid $pid user $(ps -o user= -p "$pid")"
+	check "memcached_${1}_active" "state $state" test "$state" = active -a -n "$pid"
+	[ -n "$pid" ] || { show_unit memcached.service "memcached_$1" "$since"; return; }
+	t=$(date +%s%N)
+	memcached_fill 48
+	info "memcached $1: filled 48 MiB in $((($(date +%s%N) - t) / 1000000)) ms"
+	sleep 10
+	eligible=$(grep -c '^THPeligible: *1' /proc/$pid/smaps)
+	total=$(grep -c '^THPeligible' /proc/$pid/smaps)
+	read -r pct anon huge align <<<"$(huge_share "$pid")"
+	info "memcached $1: pid $pid THPeligible $eligible of $total mappings, Anonymous $anon kB AnonHugePages $huge kB alignable $align kB (${pct}%), THP_enabled: $(grep THP_enabled /proc/$pid/status | tr -d '\t')"
+	case ${2:-} in
+	never)
+		check memcached_never_none "THPeligible $eligible, AnonHugePages $huge kB" \
+			test "$eligible" = 0 -a "$huge" = 0 ;;
+	nohuge)
+		check memcached_nohuge_none "AnonHugePages $huge kB (memcached advises nothing)" \
+			test "$huge" = 0 ;;
+	'')
+		check memcached_plain_huge "AnonHugePages $huge kB under THP mode always" \
+			test "$huge" -gt 0 ;;
+	esac
+	systemctl stop memcached.service
+}
+
+phase_memcached() {
+	memcached_exec=$(systemctl cat memcached.service | sed -n 's/^ExecStart=//p' | tail -n1)
+	info "memcached.service ExecStart: $memcached_exec"
+	echo always >/sys/kernel/mm/transparent_hugepage/enabled
+	memcached_case plain
+	memcached_case never never
+	memcached_case nohuge nohuge
+	rm -f /etc/systemd/system/memcached.service.d/thpctl.conf
+	# MemoryTHP= (systemd 260): what this systemd makes of it.
+	write_dropin /etc/systemd/system/memcached.service.d memorythp.conf "[Service]
+MemoryTHP=disable"
+	# The journal may take a moment to have systemd's word on it.
+	local said='' i
+	for i in 1 2 3 4 5; do
+		said=$(journalctl -b -q --no-pager -o cat _PID=1 | grep -m1 MemoryTHP) && break
+		sleep 1
+	done
+	info "memcached MemoryTHP=disable: ${said:-no complaint from systemd}"
+	rm -f /etc/systemd/system/memcached.service.d/memorythp.conf
+	systemctl daemon-reload
+	echo madvise >/sys/kernel/mm/transparent_hugepage/enabled
+}
+
+# The drop-in recipe of thpctl(1) and doc/preload.md, as a script: the
+# unit's own ExecStart= line (systemctl cat: its text, quoting and
+# specifiers as written) behind thpctl, in a drop-in that removing undoes.
+dropin_write() { # UNIT POLICY
+	local line
+	line=$(systemctl cat "$1" | sed -n 's/^ExecStart=//p' | tail -n1)
+	mkdir -p "/etc/systemd/system/$1.d"
+	printf '[Service]\nExecStart=\nExecStart=%s run --policy %s -- %s\n' "$THPCTL" "$2" "$line" \
+		>"/etc/systemd/system/$1.d/thpctl.conf"
+	systemctl daemon-reload
+}
+dropin_remove() { # UNIT
+	rm -f "/etc/systemd/system/$1.d/thpctl.conf"
+	rmdir --ignore-fail-on-non-empty "/etc/systemd/system/$1.d"
+	systemctl daemon-reload
+}
+
+phase_recipe() {
+	local before with after want
+	for unit in memcached.service redis-server.service; do
+		before=$(systemctl show -P ExecStart "$unit" | sed -n 's/.*argv\[\]=\([^;]*\) ;.*/\1/p')
+		dropin_write "$unit" never
+		with=$(systemctl show -P ExecStart "$unit" | sed -n 's/.*argv\[\]=\([^;]*\) ;.*/\1/p')
+		want="$THPCTL run --policy never -- $before"
+		check "recipe_write_$unit" "ExecStart is '$with', want '$want'" test "$with" = "$want"
+		dropin_remove "$unit"
+		after=$(systemctl show -P ExecStart "$unit" | sed -n 's/.*argv\[\]=\([^;]*\) ;.*/\1/p')
+		check "recipe_remove_$unit" "ExecStart is '$after' after removal, was '$before'" test "$after" = "$before"
+	done
+}
+
 RELOAD_PLAIN=
-for phase in ${PHASES:-plain prefix_only exec agent}; do
+for phase in ${PHASES:-plain prefix_only exec agent memcached recipe}; do
 	info "phase $phase"
 	redis-cli FLUSHALL >/dev/null 2>&1
 	phase_$phase
