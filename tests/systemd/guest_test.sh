@@ -336,8 +336,45 @@ phase_recipe() {
 	done
 }
 
+# examples/systemd/thp-workload.service.in as README points to it, this
+# build's paths filled in: as root thpctl stays the parent (the agent), the
+# workload its child, and its memory (2 GiB for -s 1024) is huge.
+phase_example() {
+	local since state main pid i
+	if [ ! -r /opt/libthp-vmtest/thp-workload.service.in ]; then
+		info "example: not built (-Dextras=false), not run"
+		return
+	fi
+	since=$(t0)
+	sed -e "s|@THPCTL@|$THPCTL|" -e "s|@WORKLOAD@|$WORKLOAD|" \
+		/opt/libthp-vmtest/thp-workload.service.in >/etc/systemd/system/thp-workload.service
+	systemctl daemon-reload
+	state=$(start_unit thp-workload.service 60)
+	main=$(systemctl show -P MainPID thp-workload.service)
+	pid=$(pgrep -P "$main" | head -n1)
+	info "example: $state, MainPID $main ($(cat /proc/$main/comm 2>/dev/null)), its child ${pid:-none} ($(cat /proc/$pid/comm 2>/dev/null))"
+	check example_active "state $state" test "$state" = active
+	check example_agent "MainPID $main is not thpctl with the workload as its child" \
+		test "$(cat /proc/$main/comm 2>/dev/null)" = thpctl -a -n "$pid"
+	[ -n "$pid" ] || pid=$main
+	# The workload touches its memory first, then reads it at random.
+	for ((i = 0; i < 120; i++)); do
+		[ "$(awk '/^Anonymous:/ {print $2}' /proc/$pid/smaps_rollup 2>/dev/null || echo 0)" -ge 1000000 ] && break
+		sleep 1
+	done
+	sleep 10
+	read -r pct anon huge align <<<"$(huge_share "$pid")"
+	info "example: tlb_workload pid $pid: Anonymous $anon kB AnonHugePages $huge kB alignable $align kB: ${pct}% huge"
+	$THPCTL status -p "$pid" 2>&1 | grep -E '^(policy|coverage)' | sed 's/^/VMTEST INFO example: thpctl status: /'
+	check example_huge "${pct}% huge (want >= 90%)" test "$pct" -ge 90
+	systemctl stop thp-workload.service
+	state=$(systemctl show -P ActiveState thp-workload.service)
+	check example_stop "after stop: $state" test "$state" = inactive -o "$state" = failed
+	show_unit thp-workload.service example "$since" | grep -v ' status: '
+}
+
 RELOAD_PLAIN=
-for phase in ${PHASES:-plain prefix_only exec agent memcached recipe}; do
+for phase in ${PHASES:-plain prefix_only exec agent memcached recipe example}; do
 	info "phase $phase"
 	redis-cli FLUSHALL >/dev/null 2>&1
 	phase_$phase

@@ -2,9 +2,11 @@
 # Boot the systemd guest (build_image.sh's Debian 12 image, its own kernel)
 # under QEMU (TCG) with this build's thpctl and preload, and run
 # guest_test.sh in it.
-# usage: run_guest.sh BUILD_DIR LABEL THPCTL PRELOAD THPCTL_DEST PRELOAD_DEST [PHASES]
+# usage: run_guest.sh BUILD_DIR LABEL THPCTL PRELOAD THPCTL_DEST PRELOAD_DEST [PHASES [SRC=DEST...]]
 # THPCTL and PRELOAD go into the guest at THPCTL_DEST and PRELOAD_DEST
-# (where meson installs them: thpctl finds its installed preload there).
+# (where meson installs them: thpctl finds its installed preload there),
+# each further SRC at DEST, with the libraries of this build it links
+# (libthp.so) in /usr/local/lib.
 # The image is never written: QEMU's -snapshot keeps the changes in a
 # temporary file.  VMTEST lines: stdout and BUILD_DIR/systemd-logs/LABEL.txt.
 # Exit: 0 all checks passed, 1 failure, 77 no image (1 under CI=true).
@@ -38,6 +40,13 @@ mkdir -p "$work/payload/opt/libthp-vmtest" "$work/payload$(dirname "$thpctl_dest
 	"$work/payload$(dirname "$preload_dest")"
 cp "$thpctl" "$work/payload$thpctl_dest" && cp "$preload" "$work/payload$preload_dest" &&
 	cp "$here/guest_test.sh" "$work/payload/opt/libthp-vmtest/" || exit 1
+for extra in "${@:8}"; do
+	src=${extra%%=*} dest=${extra#*=}
+	mkdir -p "$work/payload$(dirname "$dest")" && cp "$src" "$work/payload$dest" || exit 1
+	for dep in $(ldd "$src" 2>/dev/null | grep -o "${build_dir%%/tests/*}[^ ]*"); do
+		mkdir -p "$work/payload/usr/local/lib" && cp -L "$dep" "$work/payload/usr/local/lib/" || exit 1
+	done
+done
 cat >"$work/payload/opt/libthp-vmtest/conf" <<-CONF
 THPCTL=$thpctl_dest
 PRELOAD_DIR=$(dirname "$preload_dest")
@@ -45,6 +54,7 @@ PHASES="${phases:-${THP_SYSTEMD_PHASES:-}}"
 AGENT_TIMEOUT=${THP_SYSTEMD_AGENT_TIMEOUT:-90}
 FILL_MIB=${THP_SYSTEMD_FILL_MIB:-500}
 AGENT_ARGS="${THP_SYSTEMD_AGENT_ARGS:-}"
+WORKLOAD=/usr/local/libexec/libthp-vmtest/tlb_workload
 CONF
 # A tar on a raw disk: the guest reads it from /dev/vdb (vmtest.service).
 tar -C "$work/payload" -cf "$work/payload.tar" --owner=0 --group=0 . || exit 1
@@ -58,7 +68,7 @@ for unit in systemd-update-utmp systemd-update-utmp-runlevel systemd-user-sessio
 	boot_args+=" systemd.mask=$unit.service"
 done
 start=$(date +%s)
-timeout "${THP_SYSTEMD_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -nographic -m 2G -smp 2 \
+timeout "${THP_SYSTEMD_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -nographic -m 4G -smp 2 \
 	-kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
 	-append "root=/dev/vda rw console=ttyS0 quiet loglevel=3 panic=-1 systemd.show_status=0 $boot_args" \
 	-drive "file=$image/rootfs.img,if=virtio,format=raw" \
