@@ -276,8 +276,10 @@ ExecStart=$THPCTL run --policy $2 -- $memcached_exec"
 		check memcached_nohuge_none "AnonHugePages $huge kB (memcached advises nothing)" \
 			test "$huge" = 0 ;;
 	'')
-		check memcached_plain_huge "AnonHugePages $huge kB under THP mode always" \
-			test "$huge" -gt 0 ;;
+		# How much is huge depends on khugepaged's timing (2-20 MiB seen);
+		# that its mappings may be huge does not.
+		check memcached_plain_eligible "THPeligible $eligible under THP mode always" \
+			test "$eligible" -gt 0 ;;
 	esac
 	systemctl stop memcached.service
 }
@@ -293,12 +295,10 @@ phase_memcached() {
 	# MemoryTHP= (systemd 260): what this systemd makes of it.
 	write_dropin /etc/systemd/system/memcached.service.d memorythp.conf "[Service]
 MemoryTHP=disable"
-	# The journal may take a moment to have systemd's word on it.
-	local said='' i
-	for i in 1 2 3 4 5; do
-		said=$(journalctl -b -q --no-pager -o cat _PID=1 | grep -m1 MemoryTHP) && break
-		sleep 1
-	done
+	# systemd's own parser, with the drop-in (the journal has its warning
+	# only once per reload, and not always by the time we look).
+	local said
+	said=$(systemd-analyze verify memcached.service 2>&1 | grep -m1 MemoryTHP)
 	info "memcached MemoryTHP=disable: ${said:-no complaint from systemd}"
 	rm -f /etc/systemd/system/memcached.service.d/memorythp.conf
 	systemctl daemon-reload
