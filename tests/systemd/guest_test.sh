@@ -373,8 +373,50 @@ phase_example() {
 	show_unit thp-workload.service example "$since" | grep -v ' status: '
 }
 
+# A Go service (tests/thpctl/go_workload: static, the Go runtime's own
+# allocator, which no preload reaches) started by a unit of ours under
+# thpctl run --policy huge as root: the agent collapses its heap.  It reads
+# stdin until "quit", so its stdin is a FIFO this script holds open.
+phase_go() {
+	local since state main pid i
+	if [ ! -x "$GO_WORKLOAD" ]; then
+		info "go: no Go workload in this build (golang-go), not run"
+		return
+	fi
+	since=$(t0)
+	rm -f /run/thp-go.fifo && mkfifo /run/thp-go.fifo
+	exec 4<>/run/thp-go.fifo
+	printf '[Unit]\nDescription=Go service under thpctl (libthp systemd guest)\n[Service]\nStandardInput=file:/run/thp-go.fifo\nExecStart=%s run --policy huge -- %s -m 256\n' \
+		"$THPCTL" "$GO_WORKLOAD" >/etc/systemd/system/thp-go.service
+	systemctl daemon-reload
+	state=$(start_unit thp-go.service 60)
+	main=$(systemctl show -P MainPID thp-go.service)
+	for ((i = 0; i < 120; i++)); do
+		journalctl -q --no-pager -o cat -u thp-go.service --since "@$since" | grep -q '^ready' && break
+		sleep 1
+	done
+	pid=$(pgrep -P "$main" | head -n1)
+	info "go: $state, MainPID $main ($(cat /proc/$main/comm 2>/dev/null)), its child ${pid:-none} ($(cat /proc/$pid/comm 2>/dev/null)); $(journalctl -q --no-pager -o cat -u thp-go.service --since "@$since" | grep -m1 '^ready')"
+	check go_agent "MainPID $main is not thpctl with the Go program as its child" \
+		test "$state" = active -a "$(cat /proc/$main/comm 2>/dev/null)" = thpctl -a -n "$pid"
+	[ -n "$pid" ] || pid=$main
+	sleep 10
+	read -r pct anon huge align <<<"$(huge_share "$pid")"
+	info "go: go_workload pid $pid after 10 s: Anonymous $anon kB AnonHugePages $huge kB alignable $align kB: ${pct}% huge"
+	check go_huge "${pct}% huge (want >= 90%)" test "$pct" -ge 90
+	echo quit >&4
+	exec 4>&-
+	for ((i = 0; i < 30; i++)); do
+		[ "$(systemctl show -P ActiveState thp-go.service)" = active ] || break
+		sleep 1
+	done
+	state=$(systemctl show -P ActiveState thp-go.service)
+	check go_quit "after quit: $state (Result $(systemctl show -P Result thp-go.service))" test "$state" = inactive
+	show_unit thp-go.service go "$since" | grep -v ' status: '
+}
+
 RELOAD_PLAIN=
-for phase in ${PHASES:-plain prefix_only exec agent memcached recipe example}; do
+for phase in ${PHASES:-plain prefix_only exec agent memcached recipe example go}; do
 	info "phase $phase"
 	redis-cli FLUSHALL >/dev/null 2>&1
 	phase_$phase

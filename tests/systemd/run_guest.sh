@@ -55,6 +55,7 @@ AGENT_TIMEOUT=${THP_SYSTEMD_AGENT_TIMEOUT:-90}
 FILL_MIB=${THP_SYSTEMD_FILL_MIB:-500}
 AGENT_ARGS="${THP_SYSTEMD_AGENT_ARGS:-}"
 WORKLOAD=/usr/local/libexec/libthp-vmtest/tlb_workload
+GO_WORKLOAD=/usr/local/libexec/libthp-vmtest/go_workload
 CONF
 # A tar on a raw disk: the guest reads it from /dev/vdb (vmtest.service).
 tar -C "$work/payload" -cf "$work/payload.tar" --owner=0 --group=0 . || exit 1
