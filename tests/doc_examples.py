@@ -145,7 +145,9 @@ def thpctl_lines(text):
         line = re.sub(r"^\s*\$\s+", "", line)
         line = re.sub(r"^ExecStart=", "", line)
         line = re.sub(r"\s+#.*$", "", line).strip()
-        if not line or line.startswith("#"):
+        # Other unit settings (ExecPaths=/usr/bin/thpctl ...) name thpctl
+        # but are no command line.
+        if not line or line.startswith("#") or re.match(r"^[A-Z]\w*=", line):
             continue
         if os.path.basename(line.split()[0]) == "thpctl":
             yield line

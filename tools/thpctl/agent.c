@@ -36,6 +36,7 @@
 #include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -43,6 +44,7 @@
 
 #include "clock_ns.h"
 #include "collapse.h"
+#include "notify.h"
 #include "parse.h"
 #include "thpctl.h"
 
@@ -398,8 +400,9 @@ int thpctl_agent_run(char **cmd, const struct collapse_settings *s, bool verbose
 	static const int forwarded[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
 					 SIGUSR2, SIGWINCH, SIGCONT, SIGALRM };
 	struct agent a = { .s = s, .verbose = verbose };
+	struct notify_relay relay;
 	sigset_t set, old;
-	int err;
+	int err, sfd;
 	uint64_t next;
 	int status = 0;
 
@@ -409,43 +412,74 @@ int thpctl_agent_run(char **cmd, const struct collapse_settings *s, bool verbose
 	sigaddset(&set, SIGCHLD);
 	/* Blocked before fork(): no signal is lost between fork() and the loop. */
 	sigprocmask(SIG_BLOCK, &set, &old);
+	/* A signalfd, not sigtimedwait(): the loop also waits for sd_notify messages. */
+	sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		thpctl_error("run: agent: signalfd: %s", strerror(errno));
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return THPCTL_EXIT_RUN_FAILED;
+	}
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
 		thpctl_error("run: agent: cannot become a child reaper: %s", strerror(errno));
+	/* Under a service manager thpctl is the main PID: CMD's notifications go through it. */
+	notify_relay_open(&relay, verbose);
 	fflush(NULL);
 	err = spawn(cmd, &old, &a.child);
 	if (err) {
 		thpctl_error("run: cannot run '%s': %s", cmd[0], strerror(err));
+		notify_relay_close(&relay);
+		close(sfd);
 		return err == ENOENT ? THPCTL_EXIT_NOT_FOUND : THPCTL_EXIT_CANNOT_EXEC;
 	}
 	next = now_ns() + s->interval_ns;
 	for (;;) {
 		uint64_t now = now_ns(), wait = next > now ? next - now : 0;
-		struct timespec ts = { .tv_sec = (time_t)(wait / 1000000000ULL),
-				       .tv_nsec = (long)(wait % 1000000000ULL) };
-		siginfo_t info;
-		int sig = sigtimedwait(&set, &info, &ts);
+		struct pollfd fds[2] = { { .fd = sfd, .events = POLLIN },
+					 { .fd = relay.in, .events = POLLIN } };
+		/* Rounded up: a pass never starts before its time. */
+		int ms = (int)((wait + 999999) / 1000000), r;
+		struct signalfd_siginfo info;
 
-		if (sig == SIGCHLD) {
-			pid_t p;
-			int st;
-
-			while ((p = waitpid(-1, &st, WNOHANG)) > 0)
-				if (p == a.child) {
-					status = st;
-					a.child = 0;
-				}
-			/* No child left: CMD and every orphan it left are gone. */
-			if (p < 0 && errno == ECHILD)
-				break;
-		} else if (sig > 0) {
-			/* From the terminal the whole process group got it, CMD too. */
-			if (info.si_code != SI_KERNEL)
-				forward(&a, sig);
-		} else if (errno == EAGAIN) {
+		r = poll(fds, relay.in >= 0 ? 2 : 1, ms);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r == 0) {
 			pass(&a);
 			next = now_ns() + s->interval_ns;
+			continue;
+		}
+		if (relay.in >= 0 && (fds[1].revents & POLLIN))
+			notify_relay_forward(&relay);
+		if (!(fds[0].revents & POLLIN))
+			continue;
+		while (read(sfd, &info, sizeof(info)) == (ssize_t)sizeof(info)) {
+			int sig = (int)info.ssi_signo;
+			bool done = false;
+
+			if (sig == SIGCHLD) {
+				pid_t p;
+				int st;
+
+				while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+					if (p == a.child) {
+						status = st;
+						a.child = 0;
+					}
+				/* No child left: CMD and every orphan it left are gone. */
+				done = p < 0 && errno == ECHILD;
+			} else if (info.ssi_code != SI_KERNEL) {
+				/* From the terminal the whole process group got it, CMD too. */
+				forward(&a, sig);
+			}
+			if (done)
+				goto out;
 		}
 	}
+out:
+	/* What the tree said last (STOPPING=1, say) before it went. */
+	notify_relay_forward(&relay);
+	notify_relay_close(&relay);
+	close(sfd);
 	for (size_t i = 0; i < a.nr; i++)
 		close(a.procs[i].pidfd);
 	free(a.procs);

@@ -1,0 +1,92 @@
+#!/bin/bash
+# Boot the systemd guest (build_image.sh's Debian 12 image, its own kernel)
+# under QEMU (TCG) with this build's thpctl and preload, and run
+# guest_test.sh in it.
+# usage: run_guest.sh BUILD_DIR LABEL THPCTL PRELOAD THPCTL_DEST PRELOAD_DEST [PHASES [SRC=DEST...]]
+# THPCTL and PRELOAD go into the guest at THPCTL_DEST and PRELOAD_DEST
+# (where meson installs them: thpctl finds its installed preload there),
+# each further SRC at DEST, with the libraries of this build it links
+# (libthp.so) in /usr/local/lib.
+# The image is never written: QEMU's -snapshot keeps the changes in a
+# temporary file.  VMTEST lines: stdout and BUILD_DIR/systemd-logs/LABEL.txt.
+# Exit: 0 all checks passed, 1 failure, 77 no image (1 under CI=true).
+set -u
+build_dir=$1 label=$2 thpctl=$3 preload=$4 thpctl_dest=$5 preload_dest=$6 phases=${7:-}
+here=$(cd "$(dirname "$0")" && pwd)
+
+skip() {
+	echo "$*" >&2
+	if [ "${CI:-}" = true ]; then
+		echo "CI=true: the systemd guest must run; this is a failure, not a skip." >&2
+		exit 1
+	fi
+	exit 77
+}
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not found (bash .ci/deps)"
+t=$(date +%s)
+image=$(bash "$here/build_image.sh")
+rc=$?
+if [ $rc = 77 ]; then
+	skip "the systemd guest's image cannot be built here (see above; bash .ci/deps as root)"
+elif [ $rc != 0 ] || [ ! -d "$image" ]; then
+	echo "build_image.sh failed (exit $rc)" >&2
+	exit 1
+fi
+echo "image: $image ($(($(date +%s) - t)) s to build or find)"
+
+work=$(mktemp -d "${build_dir%/}/systemd-guest.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/payload/opt/libthp-vmtest" "$work/payload$(dirname "$thpctl_dest")" \
+	"$work/payload$(dirname "$preload_dest")"
+cp "$thpctl" "$work/payload$thpctl_dest" && cp "$preload" "$work/payload$preload_dest" &&
+	cp "$here/guest_test.sh" "$work/payload/opt/libthp-vmtest/" || exit 1
+for extra in "${@:8}"; do
+	src=${extra%%=*} dest=${extra#*=}
+	mkdir -p "$work/payload$(dirname "$dest")" && cp "$src" "$work/payload$dest" || exit 1
+	for dep in $(ldd "$src" 2>/dev/null | grep -o "${build_dir%%/tests/*}[^ ]*"); do
+		mkdir -p "$work/payload/usr/local/lib" && cp -L "$dep" "$work/payload/usr/local/lib/" || exit 1
+	done
+done
+cat >"$work/payload/opt/libthp-vmtest/conf" <<-CONF
+THPCTL=$thpctl_dest
+PRELOAD_DIR=$(dirname "$preload_dest")
+PHASES="${phases:-${THP_SYSTEMD_PHASES:-}}"
+AGENT_TIMEOUT=${THP_SYSTEMD_AGENT_TIMEOUT:-90}
+FILL_MIB=${THP_SYSTEMD_FILL_MIB:-500}
+AGENT_ARGS="${THP_SYSTEMD_AGENT_ARGS:-}"
+WORKLOAD=/usr/local/libexec/libthp-vmtest/tlb_workload
+GO_WORKLOAD=/usr/local/libexec/libthp-vmtest/go_workload
+CONF
+# A tar on a raw disk: the guest reads it from /dev/vdb (vmtest.service).
+tar -C "$work/payload" -cf "$work/payload.tar" --owner=0 --group=0 . || exit 1
+
+# Boot time under TCG is mostly units started and modules probed: no
+# getty (the console is the test's), no devices beyond the two disks
+# (-nodefaults), no kvm module probing the emulated CPU.
+boot_args="systemd.mask=getty.target systemd.mask=getty-static.service modprobe.blacklist=kvm,kvm_amd,kvm_intel"
+for unit in systemd-update-utmp systemd-update-utmp-runlevel systemd-user-sessions \
+	modprobe@dm_mod modprobe@fuse modprobe@loop modprobe@configfs; do
+	boot_args+=" systemd.mask=$unit.service"
+done
+start=$(date +%s)
+timeout "${THP_SYSTEMD_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -nographic -m 4G -smp 2 \
+	-kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
+	-append "root=/dev/vda rw console=ttyS0 quiet loglevel=3 panic=-1 systemd.show_status=0 $boot_args" \
+	-drive "file=$image/rootfs.img,if=virtio,format=raw" \
+	-drive "file=$work/payload.tar,if=virtio,format=raw,readonly=on" \
+	-nodefaults -snapshot -no-reboot -monitor none -serial stdio -display none </dev/null >"$work/console.log" 2>&1
+qrc=$?
+end=$(date +%s)
+tr -d '\r' <"$work/console.log" >"$work/console.txt"
+mkdir -p "${build_dir%/}/systemd-logs"
+cp "$work/console.txt" "${build_dir%/}/systemd-logs/$label.console.txt"
+grep -a '^VMTEST' "$work/console.txt" | tee "${build_dir%/}/systemd-logs/$label.txt"
+echo "qemu exit $qrc after $((end - start)) s ($label)"
+if ! grep -aq '^VMTEST DONE' "$work/console.txt"; then
+	echo "no 'VMTEST DONE' from the guest; console:" >&2
+	tail -n 60 "$work/console.txt" >&2
+	exit 1
+fi
+grep -aq '^VMTEST FAIL' "$work/console.txt" && exit 1
+grep -aq '^VMTEST PASS' "$work/console.txt" || { echo "no check passed" >&2; exit 1; }
+exit 0
