@@ -20,6 +20,17 @@ check() { # NAME WHY COMMAND...: PASS when COMMAND succeeds
 
 # A line of its own: systemd resets the terminal when it opens it.
 echo
+# The project's packages, when the host sent them (LIBTHP_DEBS): installed
+# as a user installs them, before anything uses thpctl.
+if ls /opt/libthp-vmtest/debs/*.deb >/dev/null 2>&1; then
+	if dpkg -i /opt/libthp-vmtest/debs/*.deb >/tmp/dpkg.log 2>&1; then
+		pass "packages_installed"
+		info "packages: $(dpkg-query -W -f '${Package} ${Version}, ' libthp0 thpctl)thpctl at $(command -v thpctl)"
+	else
+		fail "packages_installed: dpkg -i failed"
+		sed 's/^/VMTEST LOG dpkg: /' /tmp/dpkg.log
+	fi
+fi
 info "systemd $(systemctl --version | head -n1)"
 info "kernel $(uname -r) THP mode $(cat /sys/kernel/mm/transparent_hugepage/enabled)"
 # systemd-analyze time waits for the end of the boot, which this unit is part of.

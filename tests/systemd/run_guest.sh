@@ -36,10 +36,26 @@ echo "image: $image ($(($(date +%s) - t)) s to build or find)"
 
 work=$(mktemp -d "${build_dir%/}/systemd-guest.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/payload/opt/libthp-vmtest" "$work/payload$(dirname "$thpctl_dest")" \
-	"$work/payload$(dirname "$preload_dest")"
-cp "$thpctl" "$work/payload$thpctl_dest" && cp "$preload" "$work/payload$preload_dest" &&
-	cp "$here/guest_test.sh" "$work/payload/opt/libthp-vmtest/" || exit 1
+mkdir -p "$work/payload/opt/libthp-vmtest"
+cp "$here/guest_test.sh" "$work/payload/opt/libthp-vmtest/" || exit 1
+# LIBTHP_DEBS (a directory of .ci/package's output; .ci/run sets it): the
+# guest installs the project's packages with dpkg, as a user would, and
+# runs thpctl and the preload from where they put them.  Otherwise this
+# build's thpctl and preload go where meson installs them.
+if [ -n "${LIBTHP_DEBS:-}" ]; then
+	mkdir -p "$work/payload/opt/libthp-vmtest/debs"
+	for pkg in libthp0 thpctl; do
+		deb=$(ls "$LIBTHP_DEBS"/${pkg}_*_amd64.deb 2>/dev/null | head -n1)
+		[ -n "$deb" ] || { echo "LIBTHP_DEBS=$LIBTHP_DEBS has no ${pkg}_*_amd64.deb" >&2; exit 1; }
+		cp "$deb" "$work/payload/opt/libthp-vmtest/debs/" || exit 1
+	done
+	thpctl_dest=/usr/bin/thpctl
+	preload_dest=/usr/lib/x86_64-linux-gnu/libthp/libthp-preload.so
+	echo "packages: $(cd "$work/payload/opt/libthp-vmtest/debs" && echo *.deb)"
+else
+	mkdir -p "$work/payload$(dirname "$thpctl_dest")" "$work/payload$(dirname "$preload_dest")"
+	cp "$thpctl" "$work/payload$thpctl_dest" && cp "$preload" "$work/payload$preload_dest" || exit 1
+fi
 for extra in "${@:8}"; do
 	src=${extra%%=*} dest=${extra#*=}
 	mkdir -p "$work/payload$(dirname "$dest")" && cp "$src" "$work/payload$dest" || exit 1
