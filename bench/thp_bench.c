@@ -52,6 +52,7 @@
 #include "compat.h"
 /* now_ns(), clock_ns(): the library's clocks. */
 #include "clock_ns.h"
+#include "../tests/read_file.h"
 
 #define REPS 15
 #define MIB (1024UL * 1024UL)
@@ -254,17 +255,8 @@ static void on_signal(int sig)
 static long read_map_count(void)
 {
 	char buf[32];
-	ssize_t n;
-	int fd = open(map_count_path, O_RDONLY);
 
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	return strtol(buf, NULL, 10);
+	return read_file(map_count_path, buf, sizeof(buf)) > 0 ? strtol(buf, NULL, 10) : -1;
 }
 
 static void ensure_map_count(long need)

@@ -81,12 +81,8 @@ void *map_aligned(size_t mib, int flags);
 /* Write one byte into every 4 KiB page of [p, p+len). */
 void touch_range(void *p, size_t len);
 
-/*
- * A small file (sysfs, /proc) read whole into @buf, NUL-terminated: its
- * length, or -1 (errno set; ENOSPC when it does not fit in @len - 1 bytes).
- * No allocation: for children that must not change their mappings.
- */
-ssize_t read_file(const char *path, char *buf, size_t len);
+/* read_file(): a small file read whole, no allocation (tests/read_file.h). */
+#include "read_file.h"
 
 /* True when the environment variable CI is "true" (tests must not skip). */
 bool in_ci(void);

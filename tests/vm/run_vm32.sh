@@ -58,7 +58,7 @@ cc32=("${cc[@]}" -m32 -std=gnu11 -O2 "${warnings[@]}" -D_FILE_OFFSET_BITS=64 -I"
 	-static)
 
 # The guest-only checks meson.build's vm_init_lib names.
-lib_checks=(vm_check.c abi_struct_sizes.c probe_matches_kernel.c apply_ranges_backends.c
+lib_checks=(vm_check.c ../read_file.c abi_struct_sizes.c probe_matches_kernel.c apply_ranges_backends.c
 	apply_all_backends.c set_default_modes.c collapse_self_remote.c rfc_interfaces.c
 	rfc_policy_sequences.c)
 "${cc32[@]}" -DVM_INIT_LIB_ONLY "$src/tests/vm/vm_init.c" "${lib_checks[@]/#/$src/tests/vm/}" \
@@ -81,13 +81,13 @@ ck=("$libdir/libcheck.a" "$libdir/libsubunit.a" -lm -lrt -lpthread)
 hd=$out/host-tests
 mkdir -p "$hd" || exit 1
 "${cc32[@]}" -I"$sysroot/include" "$src/tests/test_reports_defined.c" \
-	"$src/tests/reports_defined.c" "$src/tests/helpers.c" "$build/lib/libthp.a" "${ck[@]}" \
+	"$src/tests/reports_defined.c" "$src/tests/helpers.c" "$src/tests/read_file.c" "$build/lib/libthp.a" "${ck[@]}" \
 	-o "$hd/test_reports_defined" || exit 1
 "${cc32[@]}" -I"$sysroot/include" -D_GNU_SOURCE -I"$src/lib" -I"$build" \
-	"$src/tests/test_long_names.c" "$src/tests/helpers.c" "$build/lib/libthp-objects.a" \
+	"$src/tests/test_long_names.c" "$src/tests/helpers.c" "$src/tests/read_file.c" "$build/lib/libthp-objects.a" \
 	"${ck[@]}" -o "$hd/test_long_names" || exit 1
 "${cc32[@]}" -I"$sysroot/include" -D_GNU_SOURCE -DTHP_BUILD_RFC_PRCTL_SET="$rfc_set" \
-	"$src/tests/default/test_prctl_hazard.c" "$src/tests/helpers.c" "$build/lib/libthp.a" \
+	"$src/tests/default/test_prctl_hazard.c" "$src/tests/helpers.c" "$src/tests/read_file.c" "$build/lib/libthp.a" \
 	"${ck[@]}" -o "$hd/test_prctl_hazard" || exit 1
 echo "built: $build/lib/libthp.a (meson, cross/i386-linux-gnu.ini), $out/vm_init32 and" \
 	"the host programs in $hd with ${cc[*]} -m32 -static against it"

@@ -137,29 +137,6 @@ void cdone(struct check *c)
 
 char smaps_buf[1 << 20];
 
-int read_file(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t n = 0;
-
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t r = read(fd, buf + n, cap - 1 - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-		if (n == cap - 1)
-			break;
-	}
-	close(fd);
-	buf[n] = 0;
-	return (int)n;
-}
-
 struct smap_info smap_at(uintptr_t addr)
 {
 	struct smap_info si;

@@ -15,6 +15,8 @@
 
 #include <thp/thp.h>
 
+#include "../read_file.h"
+
 #define MiB (1024ul * 1024ul)
 #define PMD (2 * MiB)
 
@@ -71,7 +73,6 @@ struct smap_info {
 	unsigned long start, end;
 };
 extern char smaps_buf[1 << 20];
-int read_file(const char *path, char *buf, size_t cap);
 struct smap_info smap_at(uintptr_t addr);
 int fresh_flags(bool *hg, bool *nh);
 uintptr_t map_pmd_aligned(size_t len);
