@@ -271,6 +271,22 @@ unsigned int sysfs_thp_mode(void)
 	return mode;
 }
 
+bool sysfs_bracketed(const char *path, char *word, size_t len)
+{
+	char buf[256];
+	char *open, *close;
+
+	if (read_file(path, buf, sizeof(buf)) < 0)
+		return false;
+	open = strchr(buf, '[');
+	close = open ? strchr(open, ']') : NULL;
+	if (!close || (size_t)(close - open) > len)
+		return false;
+	memcpy(word, open + 1, (size_t)(close - open - 1));
+	word[close - open - 1] = 0;
+	return true;
+}
+
 void must_madvise(void *p, size_t len, int advice)
 {
 	ck_assert_msg(madvise(p, len, advice) == 0, "madvise(%p, %zu, %d): %s", p, len,

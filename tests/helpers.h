@@ -91,6 +91,12 @@ bool in_ci(void);
 unsigned int sysfs_thp_mode(void);
 
 /*
+ * The bracketed word of a sysfs choice file ("always [madvise] never")
+ * into @word: true, or false when the file is absent or has none.
+ */
+bool sysfs_bracketed(const char *path, char *word, size_t len);
+
+/*
  * Fixture: fail clearly unless the THP sysfs mode is "madvise", which the
  * effect checks (no huge pages where nothing was advised) assume.
  */

@@ -2,6 +2,8 @@
 /* thp_probe() on this host, names, messages, version, thp_query(), report lines. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <dirent.h>
+#include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,16 +72,161 @@ END_TEST
 /* The VER0 struct size works and nothing is written past it. */
 START_TEST(probe_ver0)
 {
-	unsigned char buf[64];
-	struct thp_probe_info *pi = (struct thp_probe_info *)(void *)buf;
+	_Alignas(8) unsigned char buf[64];
+	uint64_t sz = THP_PROBE_INFO_SIZE_VER0, pmd;
 
 	memset(buf, 0xcc, sizeof(buf));
 	memset(buf, 0, THP_PROBE_INFO_SIZE_VER0);
-	pi->sz = THP_PROBE_INFO_SIZE_VER0;
-	ck_assert_int_eq(thp_probe(pi), 0);
+	memcpy(buf, &sz, sizeof(sz));
+	ck_assert_int_eq(thp_probe((struct thp_probe_info *)(void *)buf), 0);
 	for (size_t i = THP_PROBE_INFO_SIZE_VER0; i < sizeof(buf); i++)
 		ck_assert_msg(buf[i] == 0xcc, "probe wrote byte %zu past sz", i);
-	ck_assert_uint_eq(pi->pmd_size, 2097152);
+	memcpy(&pmd, buf + offsetof(struct thp_probe_info, pmd_size), sizeof(pmd));
+	ck_assert_uint_eq(pmd, 2097152);
+}
+END_TEST
+
+/* What the test reads itself from sysfs, to set beside thp_probe()'s answer. */
+struct sysfs_view {
+	unsigned int nr;
+	uint64_t size[32];
+	char enabled[32][16];
+	char shmem[32][16];
+	char top[16], defrag[16], shmem_top[16];
+	long khugepaged[7];
+};
+
+static const char *const khugepaged_files[7] = {
+	"pages_to_scan", "scan_sleep_millisecs", "alloc_sleep_millisecs", "max_ptes_none",
+	"max_ptes_swap", "max_ptes_shared", "defrag",
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Listed with readdir(), not by trying sizes as the library does. */
+static void sysfs_view_read(struct sysfs_view *v)
+{
+	const char *base = "/sys/kernel/mm/transparent_hugepage";
+	char path[256], buf[64];
+	DIR *d = opendir(base);
+	struct dirent *e;
+	unsigned long long kb;
+
+	memset(v, 0, sizeof(*v));
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL) {
+		if (sscanf(e->d_name, "hugepages-%llukB", &kb) == 1) {
+			ck_assert_uint_lt(v->nr, 32);
+			v->size[v->nr++] = (uint64_t)kb << 10;
+		}
+	}
+	closedir(d);
+	qsort(v->size, v->nr, sizeof(v->size[0]), cmp_u64);
+	for (unsigned int i = 0; i < v->nr; i++) {
+		snprintf(path, sizeof(path), "%s/hugepages-%llukB/enabled", base,
+			 (unsigned long long)(v->size[i] >> 10));
+		if (!sysfs_bracketed(path, v->enabled[i], sizeof(v->enabled[i])))
+			v->enabled[i][0] = 0;
+		snprintf(path, sizeof(path), "%s/hugepages-%llukB/shmem_enabled", base,
+			 (unsigned long long)(v->size[i] >> 10));
+		if (!sysfs_bracketed(path, v->shmem[i], sizeof(v->shmem[i])))
+			v->shmem[i][0] = 0;
+	}
+	snprintf(path, sizeof(path), "%s/enabled", base);
+	ck_assert(sysfs_bracketed(path, v->top, sizeof(v->top)));
+	snprintf(path, sizeof(path), "%s/defrag", base);
+	ck_assert(sysfs_bracketed(path, v->defrag, sizeof(v->defrag)));
+	snprintf(path, sizeof(path), "%s/shmem_enabled", base);
+	ck_assert(sysfs_bracketed(path, v->shmem_top, sizeof(v->shmem_top)));
+	for (unsigned int i = 0; i < 7; i++) {
+		snprintf(path, sizeof(path), "%s/khugepaged/%s", base, khugepaged_files[i]);
+		v->khugepaged[i] = read_file(path, buf, sizeof(buf)) > 0 ? strtol(buf, NULL, 10) : -1;
+	}
+}
+
+static unsigned int mode_of(const char *w)
+{
+	static const char *const names[] = { "always", "madvise", "never", "?", "inherit" };
+
+	for (unsigned int i = 0; i < 5; i++)
+		if (!strcmp(w, names[i]))
+			return i;
+	return THP_MODE_UNKNOWN;
+}
+
+static unsigned int shmem_of(const char *w)
+{
+	static const char *const names[] = { "always", "within_size", "advise", "never",
+					     "deny", "force", "inherit" };
+
+	for (unsigned int i = 0; i < 7; i++)
+		if (!strcmp(w, names[i]))
+			return i;
+	return THP_SHMEM_UNKNOWN;
+}
+
+/*
+ * Every size of the 6.18 host, its modes with "inherit" resolved, and the
+ * other settings, as the test reads them.  Another session's test may
+ * switch the top-level mode meanwhile: a probe between two equal reads
+ * counts, up to five tries.
+ */
+START_TEST(probe_sizes_match_sysfs)
+{
+	static const char *const defrags[] = { "always", "defer", "defer+madvise", "madvise",
+					       "never" };
+	struct sysfs_view a, b;
+	struct thp_probe_info pi;
+	int tries = 0;
+
+	do {
+		sysfs_view_read(&a);
+		memset(&pi, 0xee, sizeof(pi));
+		pi.sz = sizeof(pi);
+		ck_assert_int_eq(thp_probe(&pi), 0);
+		sysfs_view_read(&b);
+	} while (memcmp(&a, &b, sizeof(a)) && ++tries < 5);
+	ck_assert_msg(tries < 5, "sysfs kept changing under the test");
+	ck_assert_msg(a.nr > 0, "6.18 has hugepages-<size>kB directories");
+	ck_assert_uint_eq(pi.sizes_source, THP_SIZES_PER_SIZE);
+	ck_assert_uint_eq(pi.nr_sizes, a.nr);
+	ck_assert_uint_eq(pi.thp_mode, mode_of(a.top));
+	ck_assert_uint_lt(pi.defrag, 5);
+	ck_assert_str_eq(defrags[pi.defrag], a.defrag);
+	ck_assert_uint_eq(pi.shmem_mode, shmem_of(a.shmem_top));
+	ck_assert_uint_eq(pi.khugepaged_pages_to_scan, (uint32_t)a.khugepaged[0]);
+	ck_assert_uint_eq(pi.khugepaged_scan_sleep_millisecs, (uint32_t)a.khugepaged[1]);
+	ck_assert_uint_eq(pi.khugepaged_alloc_sleep_millisecs, (uint32_t)a.khugepaged[2]);
+	ck_assert_uint_eq(pi.khugepaged_max_ptes_none, (uint32_t)a.khugepaged[3]);
+	ck_assert_uint_eq(pi.khugepaged_max_ptes_swap, (uint32_t)a.khugepaged[4]);
+	ck_assert_uint_eq(pi.khugepaged_max_ptes_shared, (uint32_t)a.khugepaged[5]);
+	ck_assert_uint_eq(pi.khugepaged_defrag, (uint32_t)a.khugepaged[6]);
+	ck_assert_uint_eq(pi.reserved1, 0);
+	for (unsigned int i = 0; i < a.nr && i < THP_PROBE_MAX_SIZES; i++) {
+		const struct thp_size_info *si = &pi.sizes[i];
+		unsigned int en = a.enabled[i][0] ? mode_of(a.enabled[i]) : THP_MODE_UNKNOWN;
+		unsigned int want = en == THP_MODE_INHERIT ? mode_of(a.top) : en;
+
+		ck_assert_uint_eq(si->size, a.size[i]);
+		ck_assert_msg(si->enabled == en, "%llu kB: enabled %u, sysfs says '%s'",
+			      (unsigned long long)(a.size[i] >> 10), si->enabled, a.enabled[i]);
+		ck_assert_msg(si->mode == want, "%llu kB: mode %u, want %u",
+			      (unsigned long long)(a.size[i] >> 10), si->mode, want);
+		ck_assert_uint_eq(si->shmem_enabled,
+				  a.shmem[i][0] ? shmem_of(a.shmem[i]) : THP_SHMEM_UNKNOWN);
+		ck_assert_int_eq(si->huge_policy,
+				 want == THP_MODE_ALWAYS || want == THP_MODE_MADVISE);
+		ck_assert_uint_eq(si->reserved0, 0);
+	}
+	for (unsigned int i = a.nr; i < THP_PROBE_MAX_SIZES; i++)
+		ck_assert_uint_eq(pi.sizes[i].size, 0);
+	/* The PMD size is among them, and is the largest. */
+	ck_assert_uint_eq(pi.sizes[a.nr - 1].size, pi.pmd_size);
 }
 END_TEST
 
@@ -344,6 +491,7 @@ static Suite *misc_suite(void)
 	tcase_add_checked_fixture(tc, require_madvise_mode, NULL);
 	tcase_add_test(tc, probe_host);
 	tcase_add_test(tc, probe_ver0);
+	tcase_add_test(tc, probe_sizes_match_sysfs);
 	tcase_add_test(tc, names);
 	tcase_add_test(tc, strerror_msgs);
 	tcase_add_test(tc, version);

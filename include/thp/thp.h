@@ -333,6 +333,56 @@ THP_API int thp_set_default(struct thp_default_opts *opts);
  */
 THP_API int thp_get_default(struct thp_default_opts *opts);
 
+/** Entries of thp_probe_info.sizes. */
+#define THP_PROBE_MAX_SIZES 16
+
+/**
+ * One folio size the kernel offers (a hugepages-<size>kB directory, or the
+ * PMD size alone on kernels without per-size controls).
+ */
+struct thp_size_info {
+	uint64_t size;         /**< Bytes. */
+	uint8_t enabled;       /**< Its "enabled" as written: enum thp_sysfs_mode (INHERIT too). */
+	uint8_t mode;          /**< enabled with "inherit" resolved: ALWAYS, MADVISE, NEVER or UNKNOWN. */
+	uint8_t shmem_enabled; /**< Its "shmem_enabled": enum thp_shmem_mode (UNKNOWN if absent). */
+	/**
+	 * True when a HUGE policy (a MADV_HUGEPAGE mapping, anonymous) can get
+	 * this size: mode is ALWAYS or MADVISE.  PR_SET_THP_DISABLE covers
+	 * every size, and the mapping must hold an aligned extent of the size.
+	 */
+	bool huge_policy;
+	uint32_t reserved0;    /**< Zero. */
+};
+
+/** thp_probe_info.sizes_source values. */
+enum thp_sizes_source {
+	THP_SIZES_UNKNOWN = 0,   /**< sysfs absent or unreadable: no sizes. */
+	THP_SIZES_PMD_ONLY = 1,  /**< No per-size controls (before 6.8): the PMD size, top-level mode. */
+	THP_SIZES_PER_SIZE = 2,  /**< hugepages-<size>kB directories (6.8+). */
+};
+
+/** thp_probe_info.defrag values (sysfs "defrag"). */
+enum thp_defrag_mode {
+	THP_DEFRAG_ALWAYS = 0,        /**< always */
+	THP_DEFRAG_DEFER = 1,         /**< defer */
+	THP_DEFRAG_DEFER_MADVISE = 2, /**< defer+madvise */
+	THP_DEFRAG_MADVISE = 3,       /**< madvise */
+	THP_DEFRAG_NEVER = 4,         /**< never */
+	THP_DEFRAG_UNKNOWN = 5,       /**< absent or unreadable */
+};
+
+/** thp_probe_info.shmem_mode and thp_size_info.shmem_enabled values. */
+enum thp_shmem_mode {
+	THP_SHMEM_ALWAYS = 0,      /**< always */
+	THP_SHMEM_WITHIN_SIZE = 1, /**< within_size */
+	THP_SHMEM_ADVISE = 2,      /**< advise */
+	THP_SHMEM_NEVER = 3,       /**< never */
+	THP_SHMEM_DENY = 4,        /**< deny (top level only) */
+	THP_SHMEM_FORCE = 5,       /**< force (top level only) */
+	THP_SHMEM_INHERIT = 6,     /**< inherit (per size only) */
+	THP_SHMEM_UNKNOWN = 7,     /**< absent or unreadable */
+};
+
 /** What the running kernel offers; filled by thp_probe(). */
 struct thp_probe_info {
 	uint64_t sz;                   /**< sizeof(struct thp_probe_info) */
@@ -349,9 +399,29 @@ struct thp_probe_info {
 	bool thp_disable_except_advised; /**< PR_THP_DISABLE_EXCEPT_ADVISED (6.18+). */
 	bool madvise_collapse;         /**< MADV_COLLAPSE is known to the kernel. */
 	uint32_t reserved0;            /**< Zero (the tail padding LP64 had implicitly). */
+	/* Since 0.2 (THP_PROBE_INFO_SIZE_VER1): every folio size, sysfs settings. */
+	uint32_t sizes_source;         /**< enum thp_sizes_source: where sizes[] came from. */
+	uint32_t nr_sizes;             /**< Sizes the kernel offers (may exceed THP_PROBE_MAX_SIZES). */
+	uint32_t defrag;               /**< sysfs "defrag": enum thp_defrag_mode. */
+	uint32_t shmem_mode;           /**< sysfs "shmem_enabled": enum thp_shmem_mode. */
+	/** khugepaged/ settings; THP_PROBE_UNKNOWN where absent or unreadable. */
+	uint32_t khugepaged_pages_to_scan;
+	uint32_t khugepaged_scan_sleep_millisecs; /**< See khugepaged_pages_to_scan. */
+	uint32_t khugepaged_alloc_sleep_millisecs; /**< See khugepaged_pages_to_scan. */
+	uint32_t khugepaged_max_ptes_none;   /**< See khugepaged_pages_to_scan. */
+	uint32_t khugepaged_max_ptes_swap;   /**< See khugepaged_pages_to_scan. */
+	uint32_t khugepaged_max_ptes_shared; /**< See khugepaged_pages_to_scan. */
+	uint32_t khugepaged_defrag;          /**< 0 or 1; see khugepaged_pages_to_scan. */
+	uint32_t reserved1;                  /**< Zero. */
+	/** The first min(nr_sizes, THP_PROBE_MAX_SIZES) sizes, smallest first. */
+	struct thp_size_info sizes[THP_PROBE_MAX_SIZES];
 };
 /** Size of the first published struct thp_probe_info. */
 #define THP_PROBE_INFO_SIZE_VER0 40
+/** Size of struct thp_probe_info with the folio sizes and sysfs settings (0.2). */
+#define THP_PROBE_INFO_SIZE_VER1 344
+/** A khugepaged_* value that could not be read. */
+#define THP_PROBE_UNKNOWN UINT32_MAX
 
 /** thp_probe_info.thp_mode values. */
 enum thp_sysfs_mode {
@@ -359,11 +429,14 @@ enum thp_sysfs_mode {
 	THP_MODE_MADVISE = 1, /**< madvise */
 	THP_MODE_NEVER = 2,   /**< never */
 	THP_MODE_UNKNOWN = 3, /**< absent or unreadable */
+	THP_MODE_INHERIT = 4, /**< inherit (thp_size_info.enabled only) */
 };
 
 /**
  * Report what this kernel offers.  Probing happens once per process
- * (thread-safe); the sysfs mode is re-read on each call.
+ * (thread-safe); the sysfs settings (modes, sizes, khugepaged) are re-read
+ * on each call.  A caller with info->sz == THP_PROBE_INFO_SIZE_VER0 gets the
+ * first fields only.
  * @param info Filled in; info->sz must be set.
  * @return 0, or a negative errno.
  */
@@ -577,7 +650,11 @@ THP_ASSERT_LAYOUT_(sizeof(struct thp_default_opts) == THP_DEFAULT_OPTS_SIZE_VER0
 		   offsetof(struct thp_default_opts, backend_used) == 32 &&
 		   offsetof(struct thp_default_opts, persistent) == 36 &&
 		   offsetof(struct thp_default_opts, mappings_changed) == 40, "struct thp_default_opts layout");
-THP_ASSERT_LAYOUT_(sizeof(struct thp_probe_info) == THP_PROBE_INFO_SIZE_VER0 &&
+THP_ASSERT_LAYOUT_(sizeof(struct thp_size_info) == 16 &&
+		   offsetof(struct thp_size_info, reserved0) == 12, "struct thp_size_info layout");
+THP_ASSERT_LAYOUT_(sizeof(struct thp_probe_info) == THP_PROBE_INFO_SIZE_VER1 &&
+		   offsetof(struct thp_probe_info, sizes_source) == THP_PROBE_INFO_SIZE_VER0 &&
+		   offsetof(struct thp_probe_info, sizes) == 88 &&
 		   offsetof(struct thp_probe_info, pmd_size) == 16 &&
 		   offsetof(struct thp_probe_info, procmap_query) == 28 &&
 		   offsetof(struct thp_probe_info, madvise_collapse) == 35, "struct thp_probe_info layout");

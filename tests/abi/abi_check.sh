@@ -3,7 +3,9 @@
 # Fail on an incompatible change: abidiff's exit bit 8 (a symbol removed),
 # or any function or variable removed or changed (a struct it reaches
 # changed size or layout: abidiff says only "ABI change", bit 4, for that).
-# Added functions are compatible: shown, and the test passes.
+# Added functions are compatible: shown, and the test passes.  So are
+# members added at the end of a sz-versioned struct, where the suppressions
+# file beside the baseline (BASELINE with .suppr for .abi) lists it.
 # usage: abi_check.sh BASELINE LIBTHP_SO [--update]
 # --update rewrites the baseline from LIBTHP_SO (a release's LP64 build).
 set -u
@@ -20,7 +22,9 @@ if [ "${3:-}" = --update ]; then
 		mv "$baseline.tmp" "$baseline"
 	exit
 fi
-report=$(abidiff --no-show-locs "$baseline" "$lib")
+suppr=()
+[ -e "${baseline%.abi}.suppr" ] && suppr=(--suppressions "${baseline%.abi}.suppr")
+report=$(abidiff --no-show-locs "${suppr[@]}" "$baseline" "$lib")
 rc=$?
 echo "$report"
 # "Functions changes summary: 0 Removed, 1 Changed, 0 Added function"

@@ -37,6 +37,7 @@
 
 #define SYSFS_ENABLED "/sys/kernel/mm/transparent_hugepage/enabled"
 #define SYSFS_2M_ENABLED "/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled"
+#define SYSFS_64K_ENABLED "/sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled"
 #define SYSFS_PMD_SIZE "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"
 
 /* ------------------------------------------------------------------ */
@@ -44,6 +45,7 @@
 
 static char saved_enabled[32];
 static char saved_2m[32];
+static char saved_64k[32];
 static volatile sig_atomic_t saved_ok;
 
 static int read_bracketed(const char *path, char *out, size_t len)
@@ -82,6 +84,8 @@ static void restore_sysfs(void)
 	write_str(SYSFS_ENABLED, saved_enabled);
 	if (saved_2m[0])
 		write_str(SYSFS_2M_ENABLED, saved_2m);
+	if (saved_64k[0])
+		write_str(SYSFS_64K_ENABLED, saved_64k);
 }
 
 static void restore_on_signal(int sig)
@@ -160,6 +164,9 @@ static void save_sysfs_once(void)
 		return;
 	if (read_bracketed(SYSFS_2M_ENABLED, saved_2m, sizeof(saved_2m)))
 		saved_2m[0] = 0;
+	/* Absent before 6.8 (no per-size controls) and where pages are not 4 KiB. */
+	if (read_bracketed(SYSFS_64K_ENABLED, saved_64k, sizeof(saved_64k)))
+		saved_64k[0] = 0;
 	saved_ok = 1;
 	runner_pid = getpid();
 	start_guardian();
@@ -1128,6 +1135,64 @@ START_TEST(detail_empty_after_success)
 }
 END_TEST
 
+/*
+ * thp_probe() follows a per-size "enabled" switched under it: each value
+ * for 64 KiB under two top-level modes, read on the next call (no cache).
+ * The settings are put back before the assertions (and by the runner).
+ */
+START_TEST(probe_follows_size_enabled)
+{
+	static const struct {
+		const char *top, *size;
+		unsigned int enabled, mode;
+	} steps[] = {
+		{ "madvise", "always", THP_MODE_ALWAYS, THP_MODE_ALWAYS },
+		{ "madvise", "madvise", THP_MODE_MADVISE, THP_MODE_MADVISE },
+		{ "madvise", "never", THP_MODE_NEVER, THP_MODE_NEVER },
+		{ "madvise", "inherit", THP_MODE_INHERIT, THP_MODE_MADVISE },
+		{ "never", "inherit", THP_MODE_INHERIT, THP_MODE_NEVER },
+		{ "always", "inherit", THP_MODE_INHERIT, THP_MODE_ALWAYS },
+		{ "never", "madvise", THP_MODE_MADVISE, THP_MODE_MADVISE },
+	};
+	struct thp_size_info got[sizeof(steps) / sizeof(steps[0])];
+	unsigned int top[sizeof(steps) / sizeof(steps[0])];
+	struct thp_probe_info info;
+	char now[32];
+
+	if (!saved_64k[0]) {
+		ck_assert_msg(!in_ci(), "no %s on the CI host", SYSFS_64K_ENABLED);
+		return;
+	}
+	memset(got, 0, sizeof(got));
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		set_mode(steps[i].top);
+		ck_assert_int_eq(write_str(SYSFS_64K_ENABLED, steps[i].size), 0);
+		ck_assert_int_eq(read_bracketed(SYSFS_64K_ENABLED, now, sizeof(now)), 0);
+		ck_assert_str_eq(now, steps[i].size);
+		memset(&info, 0, sizeof(info));
+		info.sz = sizeof(info);
+		ck_assert_int_eq(thp_probe(&info), 0);
+		top[i] = info.thp_mode;
+		for (unsigned int k = 0; k < info.nr_sizes && k < THP_PROBE_MAX_SIZES; k++)
+			if (info.sizes[k].size == 64 * 1024)
+				got[i] = info.sizes[k];
+	}
+	restore_sysfs();
+	ck_assert_int_eq(read_bracketed(SYSFS_64K_ENABLED, now, sizeof(now)), 0);
+	ck_assert_str_eq(now, saved_64k);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		bool huge = steps[i].mode == THP_MODE_ALWAYS || steps[i].mode == THP_MODE_MADVISE;
+
+		ck_assert_msg(got[i].size == 64 * 1024, "step %zu: no 64 KiB entry", i);
+		ck_assert_msg(got[i].enabled == steps[i].enabled && got[i].mode == steps[i].mode &&
+			      got[i].huge_policy == huge,
+			      "step %zu (top %s, 64 KiB %s): enabled %u mode %u huge_policy %d, "
+			      "top-level mode %u", i, steps[i].top, steps[i].size, got[i].enabled,
+			      got[i].mode, got[i].huge_policy, top[i]);
+	}
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 
 static void add(Suite *s, const char *name, const TTest *t)
@@ -1160,6 +1225,7 @@ int main(void)
 	add(s, "huge_advises_every_existing_mapping", huge_advises_every_existing_mapping);
 	add(s, "concurrent_set_get", concurrent_set_get);
 	add(s, "detail_empty_after_success", detail_empty_after_success);
+	add(s, "probe_follows_size_enabled", probe_follows_size_enabled);
 	rc = run_suite(s);
 	restore_sysfs();
 	return rc;

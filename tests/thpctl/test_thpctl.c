@@ -327,6 +327,27 @@ START_TEST(probe_text)
 	ck_assert(strstr(r.out, "  PROCMAP_QUERY: yes"));
 	ck_assert(strstr(r.out, "  MADV_COLLAPSE: yes"));
 	ck_assert(strstr(r.out, "  PR_THP_DISABLE_EXCEPT_ADVISED: yes"));
+	/* One row per size, as thp_probe() reports it (6.18: per-size controls). */
+	ck_assert_uint_eq(pi.sizes_source, THP_SIZES_PER_SIZE);
+	ck_assert(strstr(r.out, FMT(want, "\nfolio sizes: %u, per-size controls\n", pi.nr_sizes)));
+	for (unsigned int i = 0; i < pi.nr_sizes && i < THP_PROBE_MAX_SIZES; i++) {
+		const struct thp_size_info *si = &pi.sizes[i];
+		unsigned long long kb = (unsigned long long)(si->size >> 10);
+
+		if (kb >= 1024)
+			FMT(want, "\n  %llu MiB ", kb >> 10);
+		else
+			FMT(want, "\n  %llu KiB ", kb);
+		ck_assert_msg(strstr(r.out, want), "no row for %llu kB:\n%.3000s", kb, r.out);
+		ck_assert_msg(strstr(strstr(r.out, want), si->huge_policy ? " yes\n" : " no\n"),
+			      "%llu kB row", kb);
+	}
+	/* This host: 2 MiB inherits madvise; that is what a HUGE policy can get. */
+	ck_assert_msg(strstr(r.out, "\n  2 MiB      inherit   madvise   ") ||
+		      !strstr(r.out, "\n  2 MiB      inherit"), "%.3000s", r.out);
+	ck_assert(strstr(r.out, "\nhuge policy can get: "));
+	ck_assert(strstr(r.out, FMT(want, "\nkhugepaged: pages_to_scan=%u ",
+				    pi.khugepaged_pages_to_scan)));
 	ck_assert_str_eq(r.err, "");
 }
 END_TEST
@@ -335,10 +356,17 @@ START_TEST(probe_json)
 {
 	struct thp_probe_info pi = { .sz = sizeof(pi) };
 	struct run r;
-	char checks[2048];
+	char checks[4096], huge_sizes[512];
 
 	ck_assert_int_eq(thp_probe(&pi), 0);
 	require_madvise_mode();
+	strcpy(huge_sizes, "[");
+	for (unsigned int i = 0; i < pi.nr_sizes && i < THP_PROBE_MAX_SIZES; i++)
+		if (pi.sizes[i].huge_policy)
+			snprintf(huge_sizes + strlen(huge_sizes), sizeof(huge_sizes) - strlen(huge_sizes),
+				 "%s%llu", huge_sizes[1] ? ", " : "",
+				 (unsigned long long)pi.sizes[i].size);
+	strcat(huge_sizes, "]");
 	thpctl(&r, "probe", "--json", NULL);
 	assert_exit(&r, 0);
 	FMT(checks,
@@ -361,9 +389,29 @@ START_TEST(probe_json)
 	    "f = d['features']\n"
 	    "assert f['pidfd_self'] == %d and f['procmap_query'] is True\n"
 	    "assert f['madvise_collapse'] is True and f['thp_disable_except_advised'] is True\n"
-	    "assert f['pmadv_skip_errors'] is False\n",
+	    "assert f['pmadv_skip_errors'] is False\n"
+	    "assert d['sizes_source'] == 'per_size' and d['nr_sizes'] == %u\n"
+	    "s = d['sizes']\n"
+	    "assert len(s) == %u and [x['size'] for x in s] == sorted(x['size'] for x in s)\n"
+	    "assert s[-1]['size'] == d['pmd_size']\n"
+	    "modes = ('always', 'madvise', 'never', 'unknown')\n"
+	    "for x in s:\n"
+	    "    assert x['enabled'] in modes[:3] + ('inherit', None), x\n"
+	    "    assert x['mode'] in modes, x\n"
+	    "    want = d['thp_mode'] if x['enabled'] == 'inherit' else (x['enabled'] or 'unknown')\n"
+	    "    assert x['mode'] == want, x\n"
+	    "    assert x['huge_policy'] == (x['mode'] in ('always', 'madvise')), x\n"
+	    "    assert x['shmem_enabled'] is None or isinstance(x['shmem_enabled'], str), x\n"
+	    "assert d['huge_policy_sizes'] == [x['size'] for x in s if x['huge_policy']]\n"
+	    "assert d['huge_policy_sizes'] == %s\n"
+	    "assert d['shmem_enabled'] in ('always', 'within_size', 'advise', 'never', 'deny', 'force')\n"
+	    "k = d['khugepaged']\n"
+	    "assert k['pages_to_scan'] == %u and k['max_ptes_none'] == %u, k\n"
+	    "assert set(k) == {'pages_to_scan', 'scan_sleep_millisecs', 'alloc_sleep_millisecs',"
+	    " 'max_ptes_none', 'max_ptes_swap', 'max_ptes_shared', 'defrag'}\n",
 	    thp_version(), (unsigned long long)pi.pmd_size, THP_BACKEND_COUNT - 1, pi.backends,
-	    pi.pidfd_self);
+	    pi.pidfd_self, pi.nr_sizes, pi.nr_sizes, huge_sizes, pi.khugepaged_pages_to_scan,
+	    pi.khugepaged_max_ptes_none);
 	json_check(r.out, checks);
 }
 END_TEST

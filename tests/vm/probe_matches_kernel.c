@@ -3,6 +3,7 @@
  * Guest check: thp_probe() against what this kernel's version and flavour should offer.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,57 @@
 #include <unistd.h>
 
 #include "vm_check.h"
+
+/* hugepages-<size>kB directories, listed here with readdir(). */
+static unsigned int count_size_dirs(void)
+{
+	DIR *d = opendir("/sys/kernel/mm/transparent_hugepage");
+	struct dirent *e;
+	unsigned int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) != NULL)
+		n += strncmp(e->d_name, "hugepages-", 10) == 0;
+	closedir(d);
+	return n;
+}
+
+/*
+ * Every folio size in one line (size:enabled/mode, '+' where a HUGE policy
+ * can get it); "none" where the kernel has no per-size controls.  Named
+ * "mthp", not "probe ...", which tests/vm/tables.py parses as key=value.
+ */
+static void check_sizes(struct check *c)
+{
+	static const char *const names[] = { "always", "madvise", "never", "-", "inherit" };
+	unsigned int dirs = count_size_dirs();
+	char line[1024];
+	size_t at = 0;
+
+	if (dirs) {
+		if (pinfo.sizes_source != THP_SIZES_PER_SIZE || pinfo.nr_sizes != dirs)
+			cfail(c, "sizes_source %u nr_sizes %u, sysfs has %u size directories",
+			      pinfo.sizes_source, pinfo.nr_sizes, dirs);
+	} else if (pinfo.sizes_source != THP_SIZES_PMD_ONLY || pinfo.nr_sizes != 1 ||
+		   pinfo.sizes[0].size != PMD || pinfo.sizes[0].mode != pinfo.thp_mode) {
+		cfail(c, "no size directories, but sizes_source %u nr_sizes %u size %llu",
+		      pinfo.sizes_source, pinfo.nr_sizes, (unsigned long long)pinfo.sizes[0].size);
+	}
+	line[0] = 0;
+	for (unsigned int i = 0; i < pinfo.nr_sizes && i < THP_PROBE_MAX_SIZES; i++) {
+		const struct thp_size_info *si = &pinfo.sizes[i];
+
+		at += (size_t)snprintf(line + at, sizeof(line) - at, " %lluK:%s/%s%s",
+				       (unsigned long long)(si->size >> 10),
+				       si->enabled < 5 ? names[si->enabled] : "?",
+				       si->mode < 5 ? names[si->mode] : "?",
+				       si->huge_policy ? "+" : "");
+		if (at >= sizeof(line))
+			break;
+	}
+	printf("VMTEST INFO mthp per-size controls: %s;%s\n", dirs ? "yes" : "none", line);
+}
 
 void check_probe(void)
 {
@@ -73,5 +125,6 @@ void check_probe(void)
 	       pinfo.procmap_query, pinfo.thp_disable_except_advised, pinfo.madvise_collapse,
 	       pinfo.process_madvise_self_huge,
 	       pinfo.thp_mode < 3 ? mode_names[pinfo.thp_mode] : "unknown");
+	check_sizes(&c);
 	cdone(&c);
 }

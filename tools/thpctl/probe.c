@@ -169,14 +169,145 @@ static void fill_backends(const struct thp_probe_info *pi, struct backend_line *
 
 static const char *mode_name(unsigned int m)
 {
-	static const char *const names[] = { "always", "madvise", "never", "unknown" };
+	static const char *const names[] = { "always", "madvise", "never", "unknown", "inherit" };
 
-	return m < 4 ? names[m] : "unknown";
+	return m < 5 ? names[m] : "unknown";
 }
 
 static const char *yes_no(bool b)
 {
 	return b ? "yes" : "no";
+}
+
+static const char *shmem_name(unsigned int m)
+{
+	static const char *const names[] = { "always", "within_size", "advise", "never",
+					     "deny", "force", "inherit", "unknown" };
+
+	return m < 8 ? names[m] : "unknown";
+}
+
+static const char *sizes_source_name(unsigned int s)
+{
+	static const char *const names[] = { "unknown", "pmd_only", "per_size" };
+
+	return s < 3 ? names[s] : "unknown";
+}
+
+/* khugepaged/ files, in struct order. */
+static const char *const khugepaged_names[] = {
+	"pages_to_scan", "scan_sleep_millisecs", "alloc_sleep_millisecs", "max_ptes_none",
+	"max_ptes_swap", "max_ptes_shared", "defrag",
+};
+
+static uint32_t khugepaged_value(const struct thp_probe_info *pi, size_t i)
+{
+	const uint32_t v[] = {
+		pi->khugepaged_pages_to_scan, pi->khugepaged_scan_sleep_millisecs,
+		pi->khugepaged_alloc_sleep_millisecs, pi->khugepaged_max_ptes_none,
+		pi->khugepaged_max_ptes_swap, pi->khugepaged_max_ptes_shared,
+		pi->khugepaged_defrag,
+	};
+
+	return v[i];
+}
+
+static unsigned int nr_listed(const struct thp_probe_info *pi)
+{
+	return pi->nr_sizes < THP_PROBE_MAX_SIZES ? pi->nr_sizes : THP_PROBE_MAX_SIZES;
+}
+
+/* "64 KiB", "2 MiB": sizes are powers of two. */
+static const char *size_str(uint64_t b, char *buf, size_t len)
+{
+	if (b >= (1u << 20) && b % (1u << 20) == 0)
+		snprintf(buf, len, "%llu MiB", (unsigned long long)(b >> 20));
+	else
+		snprintf(buf, len, "%llu KiB", (unsigned long long)(b >> 10));
+	return buf;
+}
+
+static void print_sizes_text(const struct thp_probe_info *pi)
+{
+	char sz[32];
+	bool any = false;
+
+	printf("\nfolio sizes: ");
+	if (pi->sizes_source == THP_SIZES_PER_SIZE)
+		printf("%u, per-size controls\n", pi->nr_sizes);
+	else if (pi->sizes_source == THP_SIZES_PMD_ONLY)
+		printf("per-size controls: none (PMD size only, top-level mode)\n");
+	else
+		printf("unknown (sysfs unreadable)\n");
+	if (nr_listed(pi))
+		printf("  %-10s %-9s %-9s %-13s %s\n", "size", "enabled", "mode", "shmem",
+		       "huge policy");
+	for (unsigned int i = 0; i < nr_listed(pi); i++) {
+		const struct thp_size_info *si = &pi->sizes[i];
+
+		printf("  %-10s %-9s %-9s %-13s %s\n", size_str(si->size, sz, sizeof(sz)),
+		       si->enabled == THP_MODE_UNKNOWN ? "-" : mode_name(si->enabled),
+		       mode_name(si->mode),
+		       si->shmem_enabled == THP_SHMEM_UNKNOWN ? "-" : shmem_name(si->shmem_enabled),
+		       yes_no(si->huge_policy));
+	}
+	printf("huge policy can get:");
+	for (unsigned int i = 0; i < nr_listed(pi); i++) {
+		if (pi->sizes[i].huge_policy) {
+			printf("%s %s", any ? "," : "", size_str(pi->sizes[i].size, sz, sizeof(sz)));
+			any = true;
+		}
+	}
+	printf("%s\n", any ? "" : " none");
+	printf("shmem enabled: %s\n", shmem_name(pi->shmem_mode));
+	printf("khugepaged:");
+	for (size_t i = 0; i < (sizeof(khugepaged_names) / sizeof(khugepaged_names[0])); i++) {
+		uint32_t v = khugepaged_value(pi, i);
+
+		if (v == THP_PROBE_UNKNOWN)
+			printf(" %s=unknown", khugepaged_names[i]);
+		else
+			printf(" %s=%u", khugepaged_names[i], v);
+	}
+	printf("\n");
+}
+
+static void print_sizes_json(struct json *j, const struct thp_probe_info *pi)
+{
+	json_string(j, "sizes_source", sizes_source_name(pi->sizes_source));
+	json_u64(j, "nr_sizes", pi->nr_sizes);
+	json_begin_array(j, "sizes");
+	for (unsigned int i = 0; i < nr_listed(pi); i++) {
+		const struct thp_size_info *si = &pi->sizes[i];
+
+		json_begin_object(j, NULL);
+		json_u64(j, "size", si->size);
+		json_string(j, "enabled",
+			    si->enabled == THP_MODE_UNKNOWN ? NULL : mode_name(si->enabled));
+		json_string(j, "mode", mode_name(si->mode));
+		json_string(j, "shmem_enabled", si->shmem_enabled == THP_SHMEM_UNKNOWN ?
+			    NULL : shmem_name(si->shmem_enabled));
+		json_bool(j, "huge_policy", si->huge_policy);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	json_begin_array(j, "huge_policy_sizes");
+	for (unsigned int i = 0; i < nr_listed(pi); i++)
+		if (pi->sizes[i].huge_policy)
+			json_u64(j, NULL, pi->sizes[i].size);
+	json_end_array(j);
+	json_string(j, "shmem_enabled",
+		    pi->shmem_mode == THP_SHMEM_UNKNOWN ? NULL : shmem_name(pi->shmem_mode));
+	json_begin_object(j, "khugepaged");
+	for (size_t i = 0; i < (sizeof(khugepaged_names) / sizeof(khugepaged_names[0])); i++) {
+		uint32_t v = khugepaged_value(pi, i);
+
+		if (v == THP_PROBE_UNKNOWN)
+			json_null(j, khugepaged_names[i]);
+		else
+			json_u64(j, khugepaged_names[i], v);
+	}
+	json_end_object(j);
 }
 
 struct probe_data {
@@ -206,7 +337,9 @@ static void print_text(const struct probe_data *d)
 		printf(" (%llu MiB)", (unsigned long long)(pi->pmd_size >> 20));
 	else if (pi->pmd_size == 0)
 		printf(" (unknown)");
-	printf("\n\nbackends:\n");
+	printf("\n");
+	print_sizes_text(pi);
+	printf("\nbackends:\n");
 	for (size_t i = 0; i < THP_BACKEND_COUNT - 1; i++) {
 		const struct backend_line *b = &d->backends[i];
 
@@ -249,6 +382,7 @@ static int print_json(const struct probe_data *d)
 	json_choice(&j, "thp_enabled", "thp_enabled_raw", &d->enabled);
 	json_choice(&j, "thp_defrag", "thp_defrag_raw", &d->defrag);
 	json_u64(&j, "pmd_size", pi->pmd_size);
+	print_sizes_json(&j, pi);
 	json_begin_array(&j, "backends");
 	for (size_t i = 0; i < THP_BACKEND_COUNT - 1; i++) {
 		const struct backend_line *b = &d->backends[i];

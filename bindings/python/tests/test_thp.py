@@ -3,6 +3,7 @@
 
 import ctypes
 import errno
+import os
 import unittest
 
 import thp
@@ -143,6 +144,36 @@ class Info(unittest.TestCase):
                          1 << thp.Backend.MADVISE)
         self.assertIsInstance(info.madvise_collapse, bool)
 
+    def test_probe_sizes(self):
+        """Every hugepages-<size>kB directory, as this test lists them itself."""
+        base = "/sys/kernel/mm/transparent_hugepage"
+        for _ in range(5):
+            before = sorted(int(d[len("hugepages-"):-2]) << 10 for d in os.listdir(base)
+                            if d.startswith("hugepages-"))
+            top = _bracketed(base + "/enabled")
+            info = thp.probe()
+            if _bracketed(base + "/enabled") == top:
+                break
+        self.assertEqual(info.sizes_source, thp.SizesSource.PER_SIZE)
+        self.assertEqual([s.size for s in info.sizes], before)
+        self.assertEqual(info.nr_sizes, len(before))
+        for s in info.sizes:
+            path = "%s/hugepages-%dkB/enabled" % (base, s.size >> 10)
+            word = _bracketed(path) if os.path.exists(path) else None
+            if word is None:
+                self.assertEqual(s.enabled, thp.SysfsMode.UNKNOWN)
+                continue
+            self.assertEqual(s.enabled, thp.SysfsMode[word.upper()])
+            want = top if word == "inherit" else word
+            self.assertEqual(s.mode, thp.SysfsMode[want.upper()], s)
+            self.assertEqual(s.huge_policy, want in ("always", "madvise"), s)
+        self.assertEqual(info.huge_policy_sizes,
+                         [s.size for s in info.sizes if s.huge_policy])
+        with open(base + "/khugepaged/max_ptes_none") as f:
+            self.assertEqual(info.khugepaged["max_ptes_none"], int(f.read()))
+        self.assertIsInstance(info.defrag, thp.DefragMode)
+        self.assertIsInstance(info.shmem_mode, thp.ShmemMode)
+
     def test_get_default_self(self):
         state = thp.get_default()
         self.assertEqual(state.policy, thp.Policy.SYSTEM)
@@ -156,6 +187,12 @@ class Info(unittest.TestCase):
         self.assertEqual(thp.backend_name(thp.Backend.MADVISE), "madvise")
         self.assertTrue(thp.strerror(-errno.EINVAL))
 
+
+
+def _bracketed(path):
+    with open(path) as f:
+        line = f.read()
+    return line[line.index("[") + 1:line.index("]")]
 
 
 class Collapse(unittest.TestCase):

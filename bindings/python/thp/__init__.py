@@ -26,11 +26,11 @@ from typing import (Any, Callable, Dict, Iterable, List, Optional, Protocol,
                     Tuple, Type, TypeVar, Union, cast)
 
 __all__ = [
-    "Advice", "Policy", "Backend", "SysfsMode",
+    "Advice", "Policy", "Backend", "SysfsMode", "ShmemMode", "DefragMode", "SizesSource",
     "HUGE", "NOHUGE", "COLLAPSE",
     "SELF", "MAX_RANGES",
     "ThpError", "Report", "ApplyResult", "ApplyAllResult", "DefaultState",
-    "ProbeInfo", "MappingState", "Coverage", "CollapseResult",
+    "ProbeInfo", "SizeInfo", "MappingState", "Coverage", "CollapseResult",
     "apply_ranges", "apply_all", "set_default", "get_default", "probe",
     "query", "coverage", "collapse", "version", "backend_name", "policy_name", "strerror",
     "RangeLike", "PidfdLike", "SupportsFileno",
@@ -77,9 +77,41 @@ class SysfsMode(enum.IntEnum):
     MADVISE = 1
     NEVER = 2
     UNKNOWN = 3
+    INHERIT = 4  # a size's own "enabled" only
+
+
+class ShmemMode(enum.IntEnum):
+    """enum thp_shmem_mode: shmem_enabled, top-level and per size."""
+    ALWAYS = 0
+    WITHIN_SIZE = 1
+    ADVISE = 2
+    NEVER = 3
+    DENY = 4
+    FORCE = 5
+    INHERIT = 6
+    UNKNOWN = 7
+
+
+class DefragMode(enum.IntEnum):
+    """enum thp_defrag_mode: /sys/kernel/mm/transparent_hugepage/defrag."""
+    ALWAYS = 0
+    DEFER = 1
+    DEFER_MADVISE = 2
+    MADVISE = 3
+    NEVER = 4
+    UNKNOWN = 5
+
+
+class SizesSource(enum.IntEnum):
+    """enum thp_sizes_source: where ProbeInfo.sizes came from."""
+    UNKNOWN = 0
+    PMD_ONLY = 1
+    PER_SIZE = 2
 
 
 SELF = 0
+PROBE_MAX_SIZES = 16
+_PROBE_UNKNOWN = 0xFFFFFFFF
 MAX_RANGES = 1 << 20
 
 _F_SKIP_ERRORS = 1 << 0
@@ -176,6 +208,17 @@ class _DefaultOpts(ctypes.Structure):
     ]
 
 
+class _SizeInfo(ctypes.Structure):
+    _fields_ = [
+        ("size", ctypes.c_uint64),
+        ("enabled", ctypes.c_uint8),
+        ("mode", ctypes.c_uint8),
+        ("shmem_enabled", ctypes.c_uint8),
+        ("huge_policy", ctypes.c_bool),
+        ("reserved0", ctypes.c_uint32),
+    ]
+
+
 class _ProbeInfo(ctypes.Structure):
     _fields_ = [
         ("sz", ctypes.c_uint64),
@@ -192,6 +235,20 @@ class _ProbeInfo(ctypes.Structure):
         ("thp_disable_except_advised", ctypes.c_bool),
         ("madvise_collapse", ctypes.c_bool),
         ("reserved0", ctypes.c_uint32),
+        # Since 0.2 (THP_PROBE_INFO_SIZE_VER1).
+        ("sizes_source", ctypes.c_uint32),
+        ("nr_sizes", ctypes.c_uint32),
+        ("defrag", ctypes.c_uint32),
+        ("shmem_mode", ctypes.c_uint32),
+        ("khugepaged_pages_to_scan", ctypes.c_uint32),
+        ("khugepaged_scan_sleep_millisecs", ctypes.c_uint32),
+        ("khugepaged_alloc_sleep_millisecs", ctypes.c_uint32),
+        ("khugepaged_max_ptes_none", ctypes.c_uint32),
+        ("khugepaged_max_ptes_swap", ctypes.c_uint32),
+        ("khugepaged_max_ptes_shared", ctypes.c_uint32),
+        ("khugepaged_defrag", ctypes.c_uint32),
+        ("reserved1", ctypes.c_uint32),
+        ("sizes", _SizeInfo * PROBE_MAX_SIZES),
     ]
 
 
@@ -266,7 +323,8 @@ _EXPECTED_SIZES = {
     _ApplyOpts: 40,
     _ApplyAllOpts: 88,
     _DefaultOpts: 48,
-    _ProbeInfo: 40,
+    _SizeInfo: 16,
+    _ProbeInfo: 344,
     _MappingState: 104,
     _QueryOpts: 80,
     _CollapseOpts: 168,
@@ -377,6 +435,16 @@ class DefaultState:
 
 
 @dataclass
+class SizeInfo:
+    """One folio size the kernel offers (struct thp_size_info)."""
+    size: int
+    enabled: Union[SysfsMode, int]  # as written; INHERIT possible
+    mode: Union[SysfsMode, int]     # inherit resolved
+    shmem_enabled: Union[ShmemMode, int]
+    huge_policy: bool               # a HUGE policy can get this size
+
+
+@dataclass
 class ProbeInfo:
     """What the running kernel offers (struct thp_probe_info)."""
     backends: List[Backend]
@@ -392,6 +460,19 @@ class ProbeInfo:
     process_madvise_self_huge: bool
     thp_disable_except_advised: bool
     madvise_collapse: bool
+    # Since 0.2: every folio size and the other sysfs settings.  The
+    # khugepaged values are None where unreadable.
+    sizes_source: Union[SizesSource, int] = SizesSource.UNKNOWN
+    nr_sizes: int = 0
+    sizes: List[SizeInfo] = field(default_factory=list)
+    defrag: Union[DefragMode, int] = DefragMode.UNKNOWN
+    shmem_mode: Union[ShmemMode, int] = ShmemMode.UNKNOWN
+    khugepaged: Dict[str, Optional[int]] = field(default_factory=dict)
+
+    @property
+    def huge_policy_sizes(self) -> List[int]:
+        """The sizes a HUGE policy can get here, smallest first."""
+        return [s.size for s in self.sizes if s.huge_policy]
 
 
 @dataclass
@@ -691,6 +772,10 @@ def get_default(pidfd: PidfdLike = None) -> DefaultState:
                         persistent=bool(opts.persistent))
 
 
+_KHUGEPAGED = ("pages_to_scan", "scan_sleep_millisecs", "alloc_sleep_millisecs",
+               "max_ptes_none", "max_ptes_swap", "max_ptes_shared", "defrag")
+
+
 def probe() -> ProbeInfo:
     """Report what the running kernel offers (thp_probe())."""
     info = _ProbeInfo(sz=ctypes.sizeof(_ProbeInfo))
@@ -707,7 +792,20 @@ def probe() -> ProbeInfo:
         pmadv_entire_address_space=info.pmadv_entire_address_space,
         process_madvise_self_huge=info.process_madvise_self_huge,
         thp_disable_except_advised=info.thp_disable_except_advised,
-        madvise_collapse=info.madvise_collapse)
+        madvise_collapse=info.madvise_collapse,
+        sizes_source=_enum_or_int(SizesSource, info.sizes_source),
+        nr_sizes=info.nr_sizes,
+        sizes=[SizeInfo(size=si.size,
+                        enabled=_enum_or_int(SysfsMode, si.enabled),
+                        mode=_enum_or_int(SysfsMode, si.mode),
+                        shmem_enabled=_enum_or_int(ShmemMode, si.shmem_enabled),
+                        huge_policy=bool(si.huge_policy))
+               for si in info.sizes[:min(info.nr_sizes, PROBE_MAX_SIZES)]],
+        defrag=_enum_or_int(DefragMode, info.defrag),
+        shmem_mode=_enum_or_int(ShmemMode, info.shmem_mode),
+        khugepaged={name: (None if v == _PROBE_UNKNOWN else int(v))
+                    for name, v in (
+                        (n, getattr(info, "khugepaged_" + n)) for n in _KHUGEPAGED)})
 
 
 def query(addr: int = 0, length: int = 0,

@@ -14,6 +14,7 @@ Exit status: 0 done, 1 the call failed, 2 bad command line.
 """
 
 import argparse
+import enum
 import errno
 import os
 import sys
@@ -39,6 +40,10 @@ def _with_pidfd(pid: Optional[int], call: Callable[[Optional[int]], _T]) -> _T:
         os.close(fd)
 
 
+def _name(v: object) -> str:
+    return v.name.lower() if isinstance(v, enum.Enum) else str(v)
+
+
 def _probe(_args: argparse.Namespace) -> None:
     info = thp.probe()
     print("libthp %s" % thp.version())
@@ -52,6 +57,12 @@ def _probe(_args: argparse.Namespace) -> None:
                  "pmadv_skip_errors", "pmadv_no_error_on_unmapped",
                  "pmadv_set_default", "pmadv_entire_address_space"):
         print("%s: %s" % (name, "yes" if getattr(info, name) else "no"))
+    for si in info.sizes:
+        print("size %d kB: enabled %s, mode %s, huge policy %s"
+              % (si.size >> 10, _name(si.enabled), _name(si.mode),
+                 "yes" if si.huge_policy else "no"))
+    print("huge policy can get: %s"
+          % (" ".join("%d kB" % (n >> 10) for n in info.huge_policy_sizes) or "none"))
 
 
 def _coverage(args: argparse.Namespace) -> None:
