@@ -304,7 +304,8 @@ START_TEST(probe_text)
 		ck_assert_msg(line, "probe does not list backend %s:\n%s", thp_backend_name(b),
 			      r.out);
 		line += strlen(want);
-		if (b != THP_BACKEND_PRCTL_POLICY && b != THP_BACKEND_PRELOAD) {
+		if (b != THP_BACKEND_PRCTL_POLICY && b != THP_BACKEND_PRELOAD &&
+		    b != THP_BACKEND_INJECT) {
 			bool avail = pi.backends & (1u << b);
 
 			ck_assert_msg(!strncmp(line, avail ? "available (" : "not available (",
@@ -353,7 +354,7 @@ START_TEST(probe_json)
 	    "bits = %u\n"
 	    "for x in d['backends']:\n"
 	    "    assert isinstance(x['reason'], str) and x['reason'], x\n"
-	    "    if x['name'] not in ('prctl_thp_policy', 'preload'):\n"
+	    "    if x['name'] not in ('prctl_thp_policy', 'preload', 'inject'):\n"
 	    "        assert x['available'] == bool(bits & (1 << x['id'])), x\n"
 	    "assert not b['pmadv']['available'] and 'PMADV' in b['pmadv']['reason']\n"
 	    "assert b['process_madvise']['available']\n"
