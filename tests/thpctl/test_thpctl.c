@@ -655,6 +655,31 @@ START_TEST(apply_remote_huge_refused)
 }
 END_TEST
 
+/* --inject: the target advises itself; its smaps show it, the report names the backend. */
+START_TEST(apply_remote_inject)
+{
+	struct target t;
+	char pid[16], range[64];
+	struct run r;
+
+	target_start(&t, NULL);
+	FMT(pid, "%d", (int)t.pid);
+	FMT(range, "0x%llx+8M", (unsigned long long)t.region);
+	thpctl(&r, "apply", "-p", pid, "--inject", "--advice", "huge", range, NULL);
+	assert_exit(&r, 0);
+	ck_assert_msg(strstr(r.out, "[inject]"), "%s", r.out);
+	ck_assert(vma_hg(t.pid, t.region) && !vma_nh(t.pid, t.region));
+	thpctl(&r, "apply", "-p", pid, "--inject", "--advice", "nohuge", "--json", range, NULL);
+	assert_exit(&r, 0);
+	json_check(r.out, "assert d['backend'] == 'inject' and d['result'] == 1\n");
+	ck_assert(vma_nh(t.pid, t.region) && !vma_hg(t.pid, t.region));
+	/* Without -p there is nothing to inject into. */
+	thpctl(&r, "apply", "--inject", "--advice", "huge", range, NULL);
+	assert_error(&r, 2, "-p PID");
+	target_stop(&t);
+}
+END_TEST
+
 /* --skip-errors: the nohuge region fails (kernel EINVAL), the other collapses: 3. */
 START_TEST(apply_partial)
 {
@@ -1111,6 +1136,7 @@ static Suite *thpctl_suite(void)
 	tcase_add_test(tc, status_never);
 	tcase_add_test(tc, status_self);
 	tcase_add_test(tc, apply_remote_huge_refused);
+	tcase_add_test(tc, apply_remote_inject);
 	tcase_add_test(tc, apply_self);
 	tcase_add_test(tc, apply_bad_ranges);
 	tcase_add_test(tc, bad_pids);
