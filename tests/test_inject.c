@@ -7,6 +7,7 @@
 #include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -423,6 +424,39 @@ START_TEST(inject_not_auto)
 }
 END_TEST
 
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return '?';
+	p = strrchr(buf, ')');
+	return p && p[1] ? p[2] : '?';
+}
+
+/* A child stopped by SIGSTOP is advised and its default set, and stays stopped. */
+START_TEST(inject_sigstopped_stays_stopped)
+{
+	struct thp_default_opts o;
+	struct child c;
+	int st;
+
+	start_child(&c, WAIT_READ);
+	ck_assert(kill(c.pid, SIGSTOP) == 0);
+	ck_assert(waitpid(c.pid, &st, WUNTRACED) == c.pid && WIFSTOPPED(st));
+	advise(&c, THP_ADVICE_HUGE);
+	ck_assert_int_eq(set_default(&c, THP_POLICY_NEVER, &o), 0);
+	/* Detach puts it back into the group-stop; wait for that, however long it takes. */
+	for (int i = 0; i < 100000 && proc_state(c.pid) != 'T'; i++)
+		sched_yield();
+	ck_assert_msg(proc_state(c.pid) == 'T', "child state %c, not stopped", proc_state(c.pid));
+	ck_assert(kill(c.pid, SIGCONT) == 0);
+	child_probe(&c, 1);
+	finish_child(&c);
+}
+END_TEST
+
 /* A child whose seccomp filter kills on prctl() is never made to call it. */
 START_TEST(inject_seccomp_refused)
 {
@@ -514,6 +548,7 @@ static Suite *inject_suite(void)
 	tcase_add_test(tc, inject_in_futex);
 	tcase_add_test(tc, inject_huge_default_refused);
 	tcase_add_test(tc, inject_not_auto);
+	tcase_add_test(tc, inject_sigstopped_stays_stopped);
 	tcase_add_test(tc, inject_seccomp_refused);
 	tcase_add_test(tc, inject_traced_busy);
 	suite_add_tcase(s, tc);
