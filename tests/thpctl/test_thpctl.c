@@ -680,6 +680,39 @@ START_TEST(apply_remote_inject)
 }
 END_TEST
 
+static bool thp_enabled_line(pid_t pid, const char *want)
+{
+	char path[64], buf[4096];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	return read_file(path, buf, sizeof(buf)) > 0 && strstr(buf, want);
+}
+
+/* policy -p PID: the target sets its own default; /proc/PID/status shows it. */
+START_TEST(policy_remote)
+{
+	struct target t;
+	char pid[16];
+	struct run r;
+
+	target_start(&t, NULL);
+	FMT(pid, "%d", (int)t.pid);
+	thpctl(&r, "policy", "-p", pid, "never", NULL);
+	assert_exit(&r, 0);
+	ck_assert_msg(strstr(r.out, "policy never (backend inject"), "%s", r.out);
+	ck_assert(thp_enabled_line(t.pid, "THP_enabled:\t0"));
+	thpctl(&r, "policy", "-p", pid, "system", NULL);
+	assert_exit(&r, 0);
+	ck_assert(thp_enabled_line(t.pid, "THP_enabled:\t1"));
+	thpctl(&r, "policy", "-p", pid, "huge", NULL);
+	assert_error(&r, 2, "thpctl run --policy huge");
+	thpctl(&r, "policy", "never", NULL);
+	assert_error(&r, 2, "-p PID");
+	ck_assert(thp_enabled_line(t.pid, "THP_enabled:\t1"));
+	target_stop(&t);
+}
+END_TEST
+
 /* --skip-errors: the nohuge region fails (kernel EINVAL), the other collapses: 3. */
 START_TEST(apply_partial)
 {
@@ -1137,6 +1170,7 @@ static Suite *thpctl_suite(void)
 	tcase_add_test(tc, status_self);
 	tcase_add_test(tc, apply_remote_huge_refused);
 	tcase_add_test(tc, apply_remote_inject);
+	tcase_add_test(tc, policy_remote);
 	tcase_add_test(tc, apply_self);
 	tcase_add_test(tc, apply_bad_ranges);
 	tcase_add_test(tc, bad_pids);

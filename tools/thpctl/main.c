@@ -102,6 +102,19 @@ static const struct subcommand commands[] = {
 	  "\n"
 	  "Exit status: 0 done, 1 failed (e.g. not permitted), 2 bad command line,\n"
 	  "3 the kernel refused some extents.\n" },
+	{ "policy", thpctl_cmd_policy, "set a running process's default THP policy (inject)",
+	  "Usage: thpctl policy -p PID never|nohuge|system\n"
+	  "\n"
+	  "Set the default THP policy of a running process, kept by its forked and\n"
+	  "exec()ed children: the process is made to call prctl(PR_SET_THP_DISABLE)\n"
+	  "itself through libthp's inject backend.  One of its threads is stopped\n"
+	  "with ptrace for a moment and resumed where it was; this needs ptrace\n"
+	  "rights over it (CAP_SYS_PTRACE, or its user), x86_64, and refuses a\n"
+	  "process already traced or under seccomp.  nohuge needs Linux 6.18.\n"
+	  "\n"
+	  "Options:\n"
+	  "  -p, --pid PID  the process (required)\n"
+	  "  -h, --help     show this help\n" },
 	{ "run", thpctl_cmd_run, "run a command with a default THP policy",
 	  "Usage: thpctl run --policy huge|nohuge|never|system [--require-persistent]\n"
 	  "                  -- CMD [ARGS...]\n"
