@@ -6,6 +6,7 @@
  * detach.  Opt-in only (a forced backend): it pauses the target and needs
  * ptrace rights.  x86_64 targets only.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -44,12 +45,13 @@ struct inject_session {
 	bool stopped;
 };
 
-static int status_field(pid_t pid, const char *key, long *val)
+/* A field of /proc/PID/task/TID/status: a number, or State's letter. */
+static int status_field(pid_t pid, pid_t tid, const char *key, long *val)
 {
-	char path[64], buf[4096], *p;
+	char path[80], buf[4096], *p;
 	long n;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
 	n = sys_read_file(path, buf, sizeof(buf));
 	if (n < 0)
 		return n == -ENOENT ? -ESRCH : (int)n;
@@ -67,13 +69,46 @@ static int status_field(pid_t pid, const char *key, long *val)
 	return 0;
 }
 
-/* Refusals that need no stop: traced, seccomp, a zombie leader.  0 or -errno with detail. */
-static int inject_precheck(pid_t pid)
+/*
+ * The thread to stop: the main thread, or while that one has exited
+ * (pthread_exit() in main()) the first other live thread.  0 or -errno.
+ */
+static int pick_thread(pid_t pid, pid_t *tid)
+{
+	char dir[64];
+	struct dirent *d;
+	long v = 0;
+	DIR *dp;
+
+	*tid = pid;
+	if (status_field(pid, pid, "\nState:", &v) == 0 && v != 'Z')
+		return 0;
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	dp = opendir(dir);
+	if (!dp)
+		return -ESRCH;
+	while ((d = readdir(dp))) {
+		pid_t t = (pid_t)strtol(d->d_name, NULL, 10);
+
+		if (t > 0 && t != pid && status_field(pid, t, "\nState:", &v) == 0 && v != 'Z') {
+			*tid = t;
+			break;
+		}
+	}
+	closedir(dp);
+	if (*tid != pid)
+		return 0;
+	report_set_detail("process %d has no live thread to stop", (int)pid);
+	return -ESRCH;
+}
+
+/* Refusals that need no stop: traced, seccomp.  0 or -errno with detail. */
+static int inject_precheck(pid_t pid, pid_t tid)
 {
 	long v = 0;
 	int err;
 
-	err = status_field(pid, "\nTracerPid:", &v);
+	err = status_field(pid, tid, "\nTracerPid:", &v);
 	if (err)
 		return err == -ENOENT ? 0 : err;
 	if (v) {
@@ -81,15 +116,10 @@ static int inject_precheck(pid_t pid)
 				  "backend needs to ptrace it", (int)pid, v);
 		return -EBUSY;
 	}
-	if (status_field(pid, "\nSeccomp:", &v) == 0 && v) {
+	if (status_field(pid, tid, "\nSeccomp:", &v) == 0 && v) {
 		report_set_detail("process %d runs under seccomp %s mode: its filter might kill or "
 				  "refuse the injected call, so the inject backend does not call it",
 				  (int)pid, v == 1 ? "strict" : "filter");
-		return -EOPNOTSUPP;
-	}
-	if (status_field(pid, "\nState:", &v) == 0 && v == 'Z') {
-		report_set_detail("the main thread of process %d has exited: the inject backend "
-				  "stops the main thread", (int)pid);
 		return -EOPNOTSUPP;
 	}
 	return 0;
@@ -102,7 +132,7 @@ static int ptrace_refused(pid_t pid, int e)
 
 	if (e == ESRCH)
 		return -ESRCH;
-	if (status_field(pid, "\nTracerPid:", &v) == 0 && v) {
+	if (status_field(pid, pid, "\nTracerPid:", &v) == 0 && v) {
 		report_set_detail("process %d is already traced by process %ld", (int)pid, v);
 		return -EBUSY;
 	}
@@ -205,9 +235,12 @@ static int find_syscall_ip(struct inject_session *s)
 	uint64_t start = 0, end = 0;
 	const char *line;
 	size_t len;
+	char file[48];
 	int err, r;
 
-	err = line_reader_open_proc(&lr, s->t, "maps");
+	/* The thread's own view: a main thread that has exited shows no mappings. */
+	snprintf(file, sizeof(file), "task/%d/maps", (int)s->tid);
+	err = line_reader_open_proc(&lr, s->t, file);
 	if (err)
 		return err;
 	while ((r = line_reader_next(&lr, &line, &len)) > 0) {
@@ -259,8 +292,13 @@ static int inject_begin(struct inject_session *s, const struct thp_target *t)
 
 	memset(s, 0, sizeof(*s));
 	s->t = t;
-	s->tid = t->pid;
-	err = inject_precheck(s->tid);
+	if (target_alive(t)) {
+		report_set_detail("process %d has exited", (int)t->pid);
+		return -ESRCH;
+	}
+	err = pick_thread(t->pid, &s->tid);
+	if (!err)
+		err = inject_precheck(t->pid, s->tid);
 	if (err)
 		return err;
 	if (ptrace(PTRACE_SEIZE, s->tid, 0, (void *)(long)PTRACE_O_TRACESYSGOOD) < 0)
@@ -273,7 +311,7 @@ static int inject_begin(struct inject_session *s, const struct thp_target *t)
 	if (err)
 		return err;
 	/* A filter installed since the first look (TSYNC from another thread). */
-	if (status_field(s->tid, "\nSeccomp:", &v) == 0 && v) {
+	if (status_field(s->t->pid, s->tid, "\nSeccomp:", &v) == 0 && v) {
 		report_set_detail("process %d runs under seccomp: the inject backend does not "
 				  "call it", (int)s->tid);
 		return -EOPNOTSUPP;

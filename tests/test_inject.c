@@ -2,6 +2,7 @@
 /* The inject backend: a running, multi-threaded child made to advise itself and set its default. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -457,6 +458,94 @@ START_TEST(inject_sigstopped_stays_stopped)
 }
 END_TEST
 
+static void *park(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* Its main thread gone (pthread_exit()), another thread is stopped instead. */
+START_TEST(inject_main_thread_exited)
+{
+	THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_NEVER, .backend = THP_BACKEND_INJECT);
+	char path[64], buf[4096];
+	pid_t pid = fork();
+	int st;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		pthread_t t;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pthread_create(&t, NULL, park, NULL);
+		pthread_exit(NULL);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)pid);
+	/* Wait for the main thread to be a zombie, however long it takes. */
+	for (;;) {
+		char *p;
+
+		ck_assert(read_file(path, buf, sizeof(buf)) > 0);
+		p = strrchr(buf, ')');
+		if (p && p[2] == 'Z')
+			break;
+		sched_yield();
+	}
+	o.pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
+	ck_assert_int_ge(o.pidfd, 0);
+	ck_assert_msg(thp_set_default(&o) == 0, "%s", thp_strerror_detail());
+	ck_assert_int_eq(o.backend_used, THP_BACKEND_INJECT);
+	/* The live thread's status shows the process's mm flags. */
+	{
+		DIR *d;
+		struct dirent *e;
+		bool seen = false;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		d = opendir(path);
+		ck_assert(d);
+		while ((e = readdir(d))) {
+			int tid = atoi(e->d_name);
+
+			if (tid <= 0 || tid == pid)
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, tid);
+			ck_assert(read_file(path, buf, sizeof(buf)) > 0);
+			ck_assert_msg(strstr(buf, "THP_enabled:\t0"), "%s", buf);
+			seen = true;
+		}
+		closedir(d);
+		ck_assert(seen);
+	}
+	kill(pid, SIGKILL);
+	ck_assert(waitpid(pid, &st, 0) == pid);
+	close(o.pidfd);
+}
+END_TEST
+
+/* A target that has exited (a zombie, not reaped yet): -ESRCH, nothing claimed. */
+START_TEST(inject_exited_esrch)
+{
+	THP_OPTS(thp_default_opts, o, .policy = THP_POLICY_NEVER, .backend = THP_BACKEND_INJECT);
+	siginfo_t si;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(0);
+	o.pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
+	ck_assert_int_ge(o.pidfd, 0);
+	ck_assert(waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) == 0);
+	ck_assert_int_eq(thp_set_default(&o), -ESRCH);
+	ck_assert_int_eq(o.backend_used, 0);
+	ck_assert(!o.persistent);
+	ck_assert(waitpid(pid, NULL, 0) == pid);
+	close(o.pidfd);
+}
+END_TEST
+
 /* A child whose seccomp filter kills on prctl() is never made to call it. */
 START_TEST(inject_seccomp_refused)
 {
@@ -549,6 +638,8 @@ static Suite *inject_suite(void)
 	tcase_add_test(tc, inject_huge_default_refused);
 	tcase_add_test(tc, inject_not_auto);
 	tcase_add_test(tc, inject_sigstopped_stays_stopped);
+	tcase_add_test(tc, inject_exited_esrch);
+	tcase_add_test(tc, inject_main_thread_exited);
 	tcase_add_test(tc, inject_seccomp_refused);
 	tcase_add_test(tc, inject_traced_busy);
 	suite_add_tcase(s, tc);
