@@ -18,6 +18,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -525,6 +526,69 @@ START_TEST(inject_main_thread_exited)
 }
 END_TEST
 
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+#define STRESS_CALLS 400
+
+/*
+ * Many injections into a thread that is computing (stopped anywhere in
+ * user code) while SIGALRM arrives every 200 us: its checksums and the
+ * parent's smaps checks stay right, and no signal is lost or doubled in
+ * a way its handler could see (it only counts them).
+ */
+START_TEST(inject_stress_signals)
+{
+	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct child c = { 0 };
+	int res[2], st;
+
+	ck_assert(sh != MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	ck_assert(pipe(res) == 0);
+	c.pid = fork();
+	ck_assert_int_ge(c.pid, 0);
+	if (c.pid == 0) {
+		struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+		struct itimerval it = { { 0, 200 }, { 0, 200 } };
+		unsigned char *m = map_aligned(4, 0);
+		uint64_t s0, addr = (uintptr_t)m;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (size_t i = 0; i < REGION; i++)
+			m[i] = (unsigned char)(i * 5 + 3);
+		s0 = sum(m, 64 << 10);
+		sigaction(SIGALRM, &sa, NULL);
+		setitimer(ITIMER_REAL, &it, NULL);
+		if (write(res[1], &addr, sizeof(addr)) != sizeof(addr))
+			_exit(1);
+		while (!atomic_load(&sh->stop))
+			if (sum(m, 64 << 10) != s0)
+				child_fail(sh, "checksum under injection");
+		_exit(alarms > 0 ? 0 : 3);
+	}
+	ck_assert(read(res[0], &c.addr, sizeof(c.addr)) == sizeof(c.addr));
+	c.pidfd = (int)syscall(__NR_pidfd_open, c.pid, 0);
+	ck_assert_int_ge(c.pidfd, 0);
+	for (int i = 0; i < STRESS_CALLS; i++)
+		advise(&c, i & 1 ? THP_ADVICE_NOHUGE : THP_ADVICE_HUGE);
+	atomic_store(&sh->stop, 1);
+	ck_assert(waitpid(c.pid, &st, 0) == c.pid);
+	ck_assert_msg(atomic_load(&sh->errors) == 0, "child self-check: %s", sh->what);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	close(c.pidfd);
+	close(res[0]);
+	close(res[1]);
+	munmap(sh, sizeof(*sh));
+}
+END_TEST
+
 /* A target that has exited (a zombie, not reaped yet): -ESRCH, nothing claimed. */
 START_TEST(inject_exited_esrch)
 {
@@ -639,6 +703,7 @@ static Suite *inject_suite(void)
 	tcase_add_test(tc, inject_not_auto);
 	tcase_add_test(tc, inject_sigstopped_stays_stopped);
 	tcase_add_test(tc, inject_exited_esrch);
+	tcase_add_test(tc, inject_stress_signals);
 	tcase_add_test(tc, inject_main_thread_exited);
 	tcase_add_test(tc, inject_seccomp_refused);
 	tcase_add_test(tc, inject_traced_busy);
