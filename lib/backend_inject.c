@@ -43,6 +43,7 @@ struct inject_session {
 	struct user_regs_struct saved; /* what the thread resumes with */
 	bool seized;
 	bool stopped;
+	unsigned int calls;            /* injected calls started: could any have run? */
 };
 
 /* A field of /proc/PID/task/TID/status: a number, or State's letter. */
@@ -366,6 +367,7 @@ static long inject_syscall(struct inject_session *s, long nr, unsigned long a1, 
 		r.r8 = a5;
 		r.r9 = 0;
 		r.rip = s->syscall_ip;
+		s->calls++;
 		if (ptrace(PTRACE_SETREGS, s->tid, 0, &r) < 0 ||
 		    ptrace(PTRACE_SYSCALL, s->tid, 0, 0) < 0)
 			goto gone;
@@ -422,6 +424,7 @@ gone:
 	return -ESRCH;
 }
 
+/* Said only once a call was started; before that, the detail says why it stopped. */
 static void report_gone(pid_t pid, bool maybe_done)
 {
 	report_set_detail("process %d exited or exec()ed during the injected call%s", (int)pid,
@@ -465,7 +468,8 @@ static long inject_apply_vec(const struct thp_target *t, const struct iovec *iov
 	if (inject_end(&s) && !err)
 		err = -ESRCH;
 	if (err == -ESRCH) {
-		report_gone(t->pid, done || n);
+		if (s.calls)
+			report_gone(t->pid, true);
 		return -ESRCH;
 	}
 	if (err)
@@ -534,7 +538,8 @@ int inject_set_default(struct thp_default_opts *o, const struct thp_target *t)
 	if (inject_end(&s) && !err)
 		err = -ESRCH;
 	if (err == -ESRCH) {
-		report_gone(t->pid, true);
+		if (s.calls)
+			report_gone(t->pid, true);
 		return -ESRCH;
 	}
 	if (err)
