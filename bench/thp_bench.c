@@ -1216,12 +1216,132 @@ static void bench_run(void)
 	}
 }
 
+/* ---------------------------------------------------------------- inject */
+
+/*
+ * The inject backend on a child that spins on the clock: the call's cost
+ * to the caller, and the pause the child itself sees (the longest gap
+ * between two of its clock reads during the call).  The raw side is the
+ * same madvise() calls made by a process on itself.
+ */
+struct spin_page {
+	volatile int stop;
+	volatile uint64_t max_gap; /* ns, reset by the parent before each call */
+};
+
+#define INJECT_RANGES 4
+
+static void bench_inject(void)
+{
+	struct spin_page *sp = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct thp_range r[INJECT_RANGES];
+	struct iovec iov[INJECT_RANGES];
+	double lib[REPS], raw[REPS], pause_r[REPS], lib_d[REPS], pause_d[REPS], idle[REPS];
+	char *own;
+	pid_t pid;
+	int pidfd, st;
+
+	if (sp == MAP_FAILED)
+		die("mmap");
+	own = map_ranges(INJECT_RANGES, r, iov);
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		uint64_t last = now_ns();
+
+		/* The child has the same ranges mapped (fork), so the same calls apply. */
+		while (!sp->stop) {
+			uint64_t t = now_ns();
+
+			if (t - last > sp->max_gap)
+				sp->max_gap = t - last;
+			last = t;
+		}
+		_exit(0);
+	}
+	pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		die("pidfd_open");
+	for (int rep = -2; rep < REPS; rep++) {
+		THP_OPTS(thp_apply_opts, o, .pidfd = pidfd, .backend = THP_BACKEND_INJECT,
+			 .advice = rep & 1 ? THP_ADVICE_HUGE : THP_ADVICE_NOHUGE);
+		THP_OPTS(thp_default_opts, d, .pidfd = pidfd, .backend = THP_BACKEND_INJECT,
+			 .policy = rep & 1 ? THP_POLICY_NEVER : THP_POLICY_SYSTEM);
+		double t0, t1, t2;
+		uint64_t gap_r, gap_d, gap_i;
+
+		/* The same window with no call: what the machine's own noise gives. */
+		sp->max_gap = 0;
+		usleep(2000);
+		gap_i = sp->max_gap;
+		sp->max_gap = 0;
+		t0 = mono_ns();
+		if (thp_apply_ranges(r, INJECT_RANGES, &o) != INJECT_RANGES)
+			die("thp_apply_ranges (inject)");
+		t1 = mono_ns();
+		usleep(2000);
+		gap_r = sp->max_gap;
+		sp->max_gap = 0;
+		t2 = mono_ns();
+		if (thp_set_default(&d))
+			die("thp_set_default (inject)");
+		t2 = mono_ns() - t2;
+		usleep(2000);
+		gap_d = sp->max_gap;
+		t0 = t1 - t0;
+		t1 = mono_ns();
+		raw_madvise_loop(iov, INJECT_RANGES, rep & 1 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+		t1 = mono_ns() - t1;
+		if (rep >= 0) {
+			lib[rep] = t0;
+			raw[rep] = t1;
+			pause_r[rep] = (double)gap_r;
+			lib_d[rep] = t2;
+			pause_d[rep] = (double)gap_d;
+			idle[rep] = (double)gap_i;
+		}
+	}
+	sp->stop = 1;
+	waitpid(pid, &st, 0);
+	close(pidfd);
+	unmap_ranges(INJECT_RANGES, iov);
+	(void)own;
+	{
+		struct compare c = compare(lib, raw, REPS);
+		struct stat3 pr = stats(pause_r, REPS), ld = stats(lib_d, REPS),
+			     pd = stats(pause_d, REPS), id = stats(idle, REPS);
+
+		printf("\n## inject: another process made to call madvise()/prctl() itself\n\n"
+		       "Wall time of the call (us), against the same %d madvise() calls made by a\n"
+		       "process on itself; pause = the longest gap the spinning target saw.\n\n",
+		       INJECT_RANGES);
+		printf("| call                               | libthp med / min / max (us)       | raw med / min / max (us)          | ratio                 |\n");
+		printf("|------------------------------------|-----------------------------------|-----------------------------------|-----------------------|\n");
+		printf("| apply_ranges %d ranges, inject      |", INJECT_RANGES);
+		print_compare(&c, 1e3, "inject", "apply_ranges inject vs own madvise", INJECT_RANGES,
+			      "us");
+		printf("\n\n| measure                            | med (us) | min (us) | max (us) |\n");
+		printf("|------------------------------------|----------|----------|----------|\n");
+		printf("| target pause, apply_ranges         | %8.1f | %8.1f | %8.1f |\n",
+		       pr.med / 1e3, pr.min / 1e3, pr.max / 1e3);
+		printf("| set_default NEVER/SYSTEM, call     | %8.1f | %8.1f | %8.1f |\n",
+		       ld.med / 1e3, ld.min / 1e3, ld.max / 1e3);
+		printf("| target pause, set_default          | %8.1f | %8.1f | %8.1f |\n",
+		       pd.med / 1e3, pd.min / 1e3, pd.max / 1e3);
+		printf("| target gap, no call (noise)        | %8.1f | %8.1f | %8.1f |\n",
+		       id.med / 1e3, id.min / 1e3, id.max / 1e3);
+		note_target("inject: target pause for 4 ranges", pr.med / 1e6, 1, " ms");
+	}
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
 {
 	static const char *const names[] = { "apply", "all", "vma", "effect", "default", "query",
-					     "run" };
+					     "run", "inject" };
 	enum { NR_SECTIONS = sizeof(names) / sizeof(names[0]) };
 	bool want[NR_SECTIONS] = { false };
 	struct thp_probe_info info = { .sz = sizeof(info) };
@@ -1242,7 +1362,7 @@ int main(int argc, char **argv)
 				want[k] = found = any = true;
 		if (!found) {
 			fprintf(stderr, "usage: %s [--json FILE] [apply] [all] [vma] [effect] [default] "
-				"[query] [run]\n", argv[0]);
+				"[query] [run] [inject]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -1275,6 +1395,8 @@ int main(int argc, char **argv)
 		bench_query();
 	if (want[6])
 		bench_run();
+	if (want[7])
+		bench_inject();
 	restore_map_count();
 	print_targets();
 	if (json_out) {

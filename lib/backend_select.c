@@ -38,6 +38,11 @@ static const struct thp_backend_ops *backend_search(unsigned int want, const str
 {
 	const struct thp_caps *c = caps_get();
 
+	/* Stops the target and needs ptrace rights: never AUTO's choice. */
+	if (want == THP_BACKEND_INJECT) {
+		*err = backend_inject_ops.can_apply(c, t, advice);
+		return *err ? NULL : &backend_inject_ops;
+	}
 	for (size_t i = 0; i < ARRAY_LEN(range_backends); i++) {
 		const struct thp_backend_ops *be = range_backends[i];
 

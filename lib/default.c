@@ -119,6 +119,27 @@ static int validate_default_opts(struct thp_default_opts *o)
 	return err ? err : validate_rfc_prctl(o);
 }
 
+/* Another process's default, set by that process through the inject backend. */
+static int set_remote_injected(struct thp_default_opts *o)
+{
+	struct thp_target t;
+	int err;
+
+	if (o->flags & (THP_DEFAULT_F_RFC_PRCTL)) {
+		report_set_detail("the inject backend issues only PR_SET_THP_DISABLE");
+		return -EOPNOTSUPP;
+	}
+	err = target_open(o->pidfd, &t);
+	if (err)
+		return err;
+	o->mappings_changed = 0;
+	o->persistent = false;
+	err = t.self ? (report_set_detail("the inject backend acts on another process"),
+			-EOPNOTSUPP) : inject_set_default(o, &t);
+	target_close(&t);
+	return err;
+}
+
 static int set_default_locked(struct thp_default_opts *o)
 {
 	const struct thp_caps *c;
@@ -137,9 +158,12 @@ static int set_default_locked(struct thp_default_opts *o)
 		report_set_detail("unknown policy %u", o->policy);
 		return ret_errno(-EINVAL);
 	}
+	if (o->pidfd != THP_SELF && o->backend == THP_BACKEND_INJECT && o->pidfd >= 0)
+		return ret_errno(set_remote_injected(o));
 	if (o->pidfd != THP_SELF) {
 		report_set_detail("no kernel interface sets another process's default THP "
-				  "policy; run it under thpctl or have it call thp_set_default()");
+				  "policy; run it under thpctl, have it call thp_set_default(), or "
+				  "force the inject backend");
 		return ret_errno(o->pidfd < 0 ? -EBADF : -EOPNOTSUPP);
 	}
 	want_persistent = o->flags & THP_DEFAULT_F_REQUIRE_PERSISTENT;

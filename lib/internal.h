@@ -171,6 +171,8 @@ long process_madvise_vec(const struct thp_target *t, const struct iovec *iov,
 extern const struct thp_backend_ops backend_pmadv_ops;
 extern const struct thp_backend_ops backend_process_madvise_ops;
 extern const struct thp_backend_ops backend_madvise_ops;
+/* Only when forced: backend_select() never lets AUTO pick it. */
+extern const struct thp_backend_ops backend_inject_ops;
 
 /*
  * Pick the range backend for @t/@advice: @want (forced) or the best

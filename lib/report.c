@@ -76,6 +76,7 @@ THP_API const char *thp_backend_name(unsigned int backend)
 		[THP_BACKEND_PRCTL_DISABLE] = "prctl_thp_disable",
 		[THP_BACKEND_EXISTING_ONLY] = "existing_only",
 		[THP_BACKEND_PRELOAD] = "preload",
+		[THP_BACKEND_INJECT] = "inject",
 	};
 
 	return backend < THP_BACKEND_COUNT ? names[backend] : "unknown";

@@ -92,6 +92,16 @@ enum thp_backend {
 	THP_BACKEND_PRCTL_DISABLE = 5,   /**< Mainline PR_SET_THP_DISABLE (+ EXCEPT_ADVISED). */
 	THP_BACKEND_EXISTING_ONLY = 6,   /**< Advise existing mappings only: not persistent. */
 	THP_BACKEND_PRELOAD = 7,         /**< libthp-preload.so interposition (thpctl run). */
+	/**
+	 * The target issues madvise() / prctl() itself: one thread is stopped
+	 * with ptrace, made to run the call from its vDSO's syscall
+	 * instruction and resumed exactly where it was.  Another process only,
+	 * x86_64 only, never picked by AUTO: the caller forces it.  Needs
+	 * ptrace rights (CAP_SYS_PTRACE, or the target's user IDs and a Yama
+	 * ptrace_scope that allows it); pauses that one thread for each call.
+	 * Refuses targets already traced (-EBUSY) and targets under seccomp.
+	 */
+	THP_BACKEND_INJECT = 8,
 	THP_BACKEND_COUNT                /**< Number of backend ids. */
 };
 
@@ -288,7 +298,7 @@ enum thp_policy {
 /** Options and results of thp_set_default() / thp_get_default(). */
 struct thp_default_opts {
 	uint64_t sz;           /**< sizeof(struct thp_default_opts) */
-	int32_t pidfd;         /**< Target: THP_SELF (set), or a pidfd (get only). */
+	int32_t pidfd;         /**< Target: THP_SELF, or a pidfd (set: THP_BACKEND_INJECT only). */
 	uint32_t policy;       /**< In (set) / out (get): enum thp_policy. */
 	uint32_t flags;        /**< THP_DEFAULT_F_* flags. */
 	uint32_t backend;      /**< enum thp_backend; 0 = auto. */
@@ -305,7 +315,10 @@ struct thp_default_opts {
 
 /**
  * Set the default THP policy of the calling process, inherited by children
- * and kept across exec() where the kernel can.  Under libthp-preload.so it
+ * and kept across exec() where the kernel can.  Another process (a pidfd)
+ * only with backend THP_BACKEND_INJECT: NEVER, NOHUGE (6.18) and SYSTEM,
+ * issued by the target itself while one of its threads is stopped with
+ * ptrace; HUGE cannot persist there and fails with -EOPNOTSUPP.  Under libthp-preload.so it
  * also switches the preload and edits LD_PRELOAD / GLIBC_TUNABLES for
  * children (not thread-safe against concurrent environment use; see
  * thp_set_default(3)).

@@ -304,7 +304,8 @@ START_TEST(probe_text)
 		ck_assert_msg(line, "probe does not list backend %s:\n%s", thp_backend_name(b),
 			      r.out);
 		line += strlen(want);
-		if (b != THP_BACKEND_PRCTL_POLICY && b != THP_BACKEND_PRELOAD) {
+		if (b != THP_BACKEND_PRCTL_POLICY && b != THP_BACKEND_PRELOAD &&
+		    b != THP_BACKEND_INJECT) {
 			bool avail = pi.backends & (1u << b);
 
 			ck_assert_msg(!strncmp(line, avail ? "available (" : "not available (",
@@ -381,7 +382,7 @@ START_TEST(probe_json)
 	    "bits = %u\n"
 	    "for x in d['backends']:\n"
 	    "    assert isinstance(x['reason'], str) and x['reason'], x\n"
-	    "    if x['name'] not in ('prctl_thp_policy', 'preload'):\n"
+	    "    if x['name'] not in ('prctl_thp_policy', 'preload', 'inject'):\n"
 	    "        assert x['available'] == bool(bits & (1 << x['id'])), x\n"
 	    "assert not b['pmadv']['available'] and 'PMADV' in b['pmadv']['reason']\n"
 	    "assert b['process_madvise']['available']\n"
@@ -698,6 +699,64 @@ START_TEST(apply_remote_huge_refused)
 			   "assert d['reports'] == []\n");
 	}
 	assert_target_unchanged(&t);
+	target_stop(&t);
+}
+END_TEST
+
+/* --inject: the target advises itself; its smaps show it, the report names the backend. */
+START_TEST(apply_remote_inject)
+{
+	struct target t;
+	char pid[16], range[64];
+	struct run r;
+
+	target_start(&t, NULL);
+	FMT(pid, "%d", (int)t.pid);
+	FMT(range, "0x%llx+8M", (unsigned long long)t.region);
+	thpctl(&r, "apply", "-p", pid, "--inject", "--advice", "huge", range, NULL);
+	assert_exit(&r, 0);
+	ck_assert_msg(strstr(r.out, "[inject]"), "%s", r.out);
+	ck_assert(vma_hg(t.pid, t.region) && !vma_nh(t.pid, t.region));
+	thpctl(&r, "apply", "-p", pid, "--inject", "--advice", "nohuge", "--json", range, NULL);
+	assert_exit(&r, 0);
+	json_check(r.out, "assert d['backend'] == 'inject' and d['result'] == 1\n");
+	ck_assert(vma_nh(t.pid, t.region) && !vma_hg(t.pid, t.region));
+	/* Without -p there is nothing to inject into. */
+	thpctl(&r, "apply", "--inject", "--advice", "huge", range, NULL);
+	assert_error(&r, 2, "-p PID");
+	target_stop(&t);
+}
+END_TEST
+
+static bool thp_enabled_line(pid_t pid, const char *want)
+{
+	char path[64], buf[4096];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	return read_file(path, buf, sizeof(buf)) > 0 && strstr(buf, want);
+}
+
+/* policy -p PID: the target sets its own default; /proc/PID/status shows it. */
+START_TEST(policy_remote)
+{
+	struct target t;
+	char pid[16];
+	struct run r;
+
+	target_start(&t, NULL);
+	FMT(pid, "%d", (int)t.pid);
+	thpctl(&r, "policy", "-p", pid, "never", NULL);
+	assert_exit(&r, 0);
+	ck_assert_msg(strstr(r.out, "policy never (backend inject"), "%s", r.out);
+	ck_assert(thp_enabled_line(t.pid, "THP_enabled:\t0"));
+	thpctl(&r, "policy", "-p", pid, "system", NULL);
+	assert_exit(&r, 0);
+	ck_assert(thp_enabled_line(t.pid, "THP_enabled:\t1"));
+	thpctl(&r, "policy", "-p", pid, "huge", NULL);
+	assert_error(&r, 2, "thpctl run --policy huge");
+	thpctl(&r, "policy", "never", NULL);
+	assert_error(&r, 2, "-p PID");
+	ck_assert(thp_enabled_line(t.pid, "THP_enabled:\t1"));
 	target_stop(&t);
 }
 END_TEST
@@ -1158,6 +1217,8 @@ static Suite *thpctl_suite(void)
 	tcase_add_test(tc, status_never);
 	tcase_add_test(tc, status_self);
 	tcase_add_test(tc, apply_remote_huge_refused);
+	tcase_add_test(tc, apply_remote_inject);
+	tcase_add_test(tc, policy_remote);
 	tcase_add_test(tc, apply_self);
 	tcase_add_test(tc, apply_bad_ranges);
 	tcase_add_test(tc, bad_pids);

@@ -26,6 +26,7 @@ struct apply_req {
 	const char *advice_name;
 	bool all, json;
 	uint32_t flags;         /* THP_F_* */
+	uint32_t backend;       /* THP_BACKEND_INJECT with --inject, else auto */
 	struct thp_range *ranges;
 	size_t nranges;
 };
@@ -264,11 +265,13 @@ static void print_errors(const struct apply_req *q, const struct apply_result *r
 			thpctl_error("apply: %s: %s", thp_strerror(res->ret), res->detail);
 		else
 			thpctl_error("apply: %s", thp_strerror(res->ret));
-		if (res->ret == -EOPNOTSUPP && !q->self && q->advice != THP_ADVICE_COLLAPSE)
+		if (res->ret == -EOPNOTSUPP && !q->self && q->advice != THP_ADVICE_COLLAPSE &&
+		    q->backend != THP_BACKEND_INJECT)
 			thpctl_error("apply: the kernel accepts only \"--advice collapse\" for "
 				     "another process; huge and nohuge can be applied by a process "
 				     "to itself only (to start a program with a default policy, "
-				     "use \"thpctl run --policy\")");
+				     "use \"thpctl run --policy\"; --inject makes the process issue "
+				     "the call itself)");
 		return;
 	}
 	if (q->all && res->all.failures_needed)
@@ -293,6 +296,7 @@ static int do_apply(const struct apply_req *q, int pidfd, struct apply_result *r
 		res->all.pidfd = pidfd;
 		res->all.advice = q->advice;
 		res->all.flags = q->flags;
+		res->all.backend = q->backend;
 		res->all.failures = res->reports;
 		res->all.failures_cap = res->nreports;
 		res->ret = thp_apply_all(&res->all);
@@ -307,7 +311,7 @@ static int do_apply(const struct apply_req *q, int pidfd, struct apply_result *r
 								    : THPCTL_EXIT_OK;
 	} else {
 		THP_OPTS(thp_apply_opts, o, .pidfd = pidfd, .advice = q->advice,
-			 .flags = q->flags);
+			 .flags = q->flags, .backend = q->backend);
 
 		res->nreports = q->nranges;
 		res->reports = calloc(res->nreports, sizeof(*res->reports));
@@ -329,7 +333,7 @@ static int do_apply(const struct apply_req *q, int pidfd, struct apply_result *r
 /* Parse the command line into @q; THPCTL_EXIT_OK or the status to exit with. */
 static int parse_args(int argc, char **argv, struct apply_req *q, bool *help)
 {
-	enum { OPT_JSON = 256, OPT_ALL, OPT_SKIP, OPT_NOUNMAPPED };
+	enum { OPT_JSON = 256, OPT_ALL, OPT_SKIP, OPT_NOUNMAPPED, OPT_INJECT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "advice", required_argument, NULL, 'a' },
@@ -337,6 +341,7 @@ static int parse_args(int argc, char **argv, struct apply_req *q, bool *help)
 		{ "skip-errors", no_argument, NULL, OPT_SKIP },
 		{ "no-error-on-unmapped", no_argument, NULL, OPT_NOUNMAPPED },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "inject", no_argument, NULL, OPT_INJECT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -373,6 +378,9 @@ static int parse_args(int argc, char **argv, struct apply_req *q, bool *help)
 		case OPT_JSON:
 			q->json = true;
 			break;
+		case OPT_INJECT:
+			q->backend = THP_BACKEND_INJECT;
+			break;
 		case 'h':
 			*help = true;
 			return THPCTL_EXIT_OK;
@@ -382,6 +390,8 @@ static int parse_args(int argc, char **argv, struct apply_req *q, bool *help)
 	}
 	if (!q->advice)
 		return thpctl_usage_error("apply", "--advice huge|nohuge|collapse is required");
+	if (q->backend == THP_BACKEND_INJECT && !q->pid)
+		return thpctl_usage_error("apply", "--inject acts on another process: give -p PID");
 	if (q->all && optind < argc)
 		return thpctl_usage_error("apply", "give either --all or ranges, not both");
 	if (!q->all && optind == argc)

@@ -51,7 +51,7 @@ static const struct subcommand commands[] = {
 	{ "apply", thpctl_cmd_apply, "apply THP advice to address ranges or a whole process",
 	  "Usage: thpctl apply [-p PID] --advice huge|nohuge|collapse\n"
 	  "                    (--all | RANGE...) [--skip-errors]\n"
-	  "                    [--no-error-on-unmapped] [--json]\n"
+	  "                    [--no-error-on-unmapped] [--inject] [--json]\n"
 	  "\n"
 	  "Apply one THP advice to RANGEs of a process, or to all its mappings.\n"
 	  "A RANGE is START-END (END exclusive) or START+LEN; numbers are decimal or\n"
@@ -59,7 +59,9 @@ static const struct subcommand commands[] = {
 	  "ranges are checked before any is applied.\n"
 	  "The kernel accepts only \"collapse\" for another process: huge and nohuge\n"
 	  "work on thpctl's own process only, which is of use for testing; to give a\n"
-	  "program a default policy, start it with \"thpctl run\".\n"
+	  "program a default policy, start it with \"thpctl run\".  With --inject\n"
+	  "the process issues madvise() itself: one of its threads is stopped with\n"
+	  "ptrace for a moment (needs ptrace rights; x86_64; see thpctl(1)).\n"
 	  "\n"
 	  "Options:\n"
 	  "  -p, --pid PID            target process (default: thpctl itself)\n"
@@ -69,6 +71,8 @@ static const struct subcommand commands[] = {
 	  "  --skip-errors            go on past failures (exit status 3 if any,\n"
 	  "                           1 if all failed)\n"
 	  "  --no-error-on-unmapped   unmapped gaps inside a RANGE are not errors\n"
+	  "  --inject                 with -p: the inject backend (the process makes\n"
+	  "                           the call itself; pauses one of its threads)\n"
 	  "  --json                   machine-readable output (thpctl-json.md in libthp-doc)\n"
 	  "  -h, --help               show this help\n"
 	  "\n"
@@ -98,6 +102,19 @@ static const struct subcommand commands[] = {
 	  "\n"
 	  "Exit status: 0 done, 1 failed (e.g. not permitted), 2 bad command line,\n"
 	  "3 the kernel refused some extents.\n" },
+	{ "policy", thpctl_cmd_policy, "set a running process's default THP policy (inject)",
+	  "Usage: thpctl policy -p PID never|nohuge|system\n"
+	  "\n"
+	  "Set the default THP policy of a running process, kept by its forked and\n"
+	  "exec()ed children: the process is made to call prctl(PR_SET_THP_DISABLE)\n"
+	  "itself through libthp's inject backend.  One of its threads is stopped\n"
+	  "with ptrace for a moment and resumed where it was; this needs ptrace\n"
+	  "rights over it (CAP_SYS_PTRACE, or its user), x86_64, and refuses a\n"
+	  "process already traced or under seccomp.  nohuge needs Linux 6.18.\n"
+	  "\n"
+	  "Options:\n"
+	  "  -p, --pid PID  the process (required)\n"
+	  "  -h, --help     show this help\n" },
 	{ "run", thpctl_cmd_run, "run a command with a default THP policy",
 	  "Usage: thpctl run --policy huge|nohuge|never|system [--require-persistent]\n"
 	  "                  -- CMD [ARGS...]\n"

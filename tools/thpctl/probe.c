@@ -160,6 +160,11 @@ static void fill_backends(const struct thp_probe_info *pi, struct backend_line *
 					 "libthp-preload.so not found at %s (set THPCTL_PRELOAD)",
 					 l->path);
 			break;
+		case THP_BACKEND_INJECT:
+			snprintf(l->reason, sizeof(l->reason),
+				 "opt-in only: another x86_64 process made to call madvise()/prctl() "
+				 "itself through ptrace");
+			break;
 		default:
 			snprintf(l->reason, sizeof(l->reason), "unknown backend");
 			break;

@@ -24,6 +24,7 @@ int thpctl_cmd_status(int argc, char **argv);
 int thpctl_cmd_apply(int argc, char **argv);
 int thpctl_cmd_run(int argc, char **argv);
 int thpctl_cmd_collapse(int argc, char **argv);
+int thpctl_cmd_policy(int argc, char **argv);
 
 /* "thpctl: <message>\n" on stderr. */
 void thpctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

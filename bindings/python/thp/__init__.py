@@ -61,6 +61,7 @@ class Backend(enum.IntEnum):
     PRCTL_DISABLE = 5
     EXISTING_ONLY = 6
     PRELOAD = 7
+    INJECT = 8
 
 
 class Policy(enum.IntEnum):
