@@ -350,7 +350,7 @@ THP_API int thp_get_default(struct thp_default_opts *opts);
 #define THP_PROBE_MAX_SIZES 16
 
 /**
- * One folio size the kernel offers (a hugepages-<size>kB directory, or the
+ * One folio size the kernel offers (a hugepages-SIZEkB directory, or the
  * PMD size alone on kernels without per-size controls).
  */
 struct thp_size_info {
@@ -371,7 +371,7 @@ struct thp_size_info {
 enum thp_sizes_source {
 	THP_SIZES_UNKNOWN = 0,   /**< sysfs absent or unreadable: no sizes. */
 	THP_SIZES_PMD_ONLY = 1,  /**< No per-size controls (before 6.8): the PMD size, top-level mode. */
-	THP_SIZES_PER_SIZE = 2,  /**< hugepages-<size>kB directories (6.8+). */
+	THP_SIZES_PER_SIZE = 2,  /**< hugepages-SIZEkB directories (6.8+). */
 };
 
 /** thp_probe_info.defrag values (sysfs "defrag"). */
