@@ -432,6 +432,19 @@ static void report_gone(pid_t pid, bool maybe_done)
 				       "done may still have been done" : "");
 }
 
+/*
+ * End the session whatever happened in it, and fold a target that went away
+ * (during a call or at the end) into -ESRCH: the error the call returns.
+ */
+static int inject_finish(struct inject_session *s, const struct thp_target *t, int err)
+{
+	if (inject_end(s) && !err)
+		err = -ESRCH;
+	if (err == -ESRCH && s->calls)
+		report_gone(t->pid, true);
+	return err;
+}
+
 static int inject_can_apply(const struct thp_caps *c, const struct thp_target *t, int advice)
 {
 	(void)c;
@@ -465,13 +478,9 @@ static long inject_apply_vec(const struct thp_target *t, const struct iovec *iov
 		}
 		done += (long)v[i].iov_len;
 	}
-	if (inject_end(&s) && !err)
-		err = -ESRCH;
-	if (err == -ESRCH) {
-		if (s.calls)
-			report_gone(t->pid, true);
+	err = inject_finish(&s, t, err);
+	if (err == -ESRCH)
 		return -ESRCH;
-	}
 	if (err)
 		return done ? done : err;
 	return done ? done : ret;
@@ -521,27 +530,19 @@ int inject_set_default(struct thp_default_opts *o, const struct thp_target *t)
 		     (o->policy == THP_POLICY_NOHUGE && !(got & PR_THP_DISABLE_EXCEPT_ADVISED)))) {
 		/* Leave it as it was. */
 		if (prev >= 0) {
-			long e = 0;
 			int err2 = 0;
 
 			inject_syscall(&s, SYS_prctl, PR_SET_THP_DISABLE, 0, 0, 0, 0, &err2);
 			if (!err2 && prev)
-				e = inject_syscall(&s, SYS_prctl, PR_SET_THP_DISABLE, 1,
-						   (unsigned long)prev & PR_THP_DISABLE_EXCEPT_ADVISED,
-						   0, 0, &err2);
-			(void)e;
+				inject_syscall(&s, SYS_prctl, PR_SET_THP_DISABLE, 1,
+					       (unsigned long)prev & PR_THP_DISABLE_EXCEPT_ADVISED,
+					       0, 0, &err2);
 		}
 		report_set_detail("process %d: prctl(PR_SET_THP_DISABLE) %s", (int)t->pid,
 				  r < 0 ? strerror((int)-r) : "is not shown by PR_GET_THP_DISABLE");
 		err = r < 0 ? (int)r : -EIO;
 	}
-	if (inject_end(&s) && !err)
-		err = -ESRCH;
-	if (err == -ESRCH) {
-		if (s.calls)
-			report_gone(t->pid, true);
-		return -ESRCH;
-	}
+	err = inject_finish(&s, t, err);
 	if (err)
 		return err;
 	o->backend_used = THP_BACKEND_INJECT;
