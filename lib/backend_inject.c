@@ -7,12 +7,14 @@
  * ptrace rights.  x86_64 targets only.
  */
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -229,55 +231,83 @@ static int inject_stop(struct inject_session *s)
 	return 0;
 }
 
-/* A syscall instruction in the target's vDSO, read without writing anything. */
+/* Where the thread's vDSO starts, from its auxiliary vector: 0 when it has none. */
+static int vdso_base(pid_t pid, pid_t tid, uint64_t *base)
+{
+	char path[80];
+	/* auxv is a few dozen pairs; the kernel's limit is far below this. */
+	uint64_t av[128];
+	long n;
+
+	*base = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/auxv", (int)pid, (int)tid);
+	n = sys_read_file(path, (char *)av, sizeof(av));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : (int)n;
+	for (long i = 0; i + 1 < n / 8; i += 2) {
+		if (av[i] == AT_NULL)
+			break;
+		if (av[i] == AT_SYSINFO_EHDR)
+			*base = av[i + 1];
+	}
+	return 0;
+}
+
+/* Read @len bytes of the target at @addr: 0, -ESRCH or -EFAULT. */
+static int peek(pid_t tid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+	ssize_t got = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+
+	if (got == (ssize_t)len)
+		return 0;
+	return got < 0 && errno == ESRCH ? -ESRCH : -EFAULT;
+}
+
+/*
+ * A syscall instruction in the target's vDSO, read without writing
+ * anything.  The vDSO is found through auxv and its own ELF headers, not
+ * the maps text, so the cost does not grow with the target's mappings.
+ */
 static int find_syscall_ip(struct inject_session *s)
 {
-	struct line_reader lr;
-	uint64_t start = 0, end = 0;
-	const char *line;
-	size_t len;
-	char file[48];
-	int err, r;
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	uint64_t base;
+	int err = vdso_base(s->t->pid, s->tid, &base);
 
-	/* The thread's own view: a main thread that has exited shows no mappings. */
-	snprintf(file, sizeof(file), "task/%d/maps", (int)s->tid);
-	err = line_reader_open_proc(&lr, s->t, file);
 	if (err)
 		return err;
-	while ((r = line_reader_next(&lr, &line, &len)) > 0) {
-		if (len >= 6 && memcmp(line + len - 6, "[vdso]", 6) == 0) {
-			if (maps_parse_line(line, len, &start, &end))
-				start = end = 0;
-			break;
-		}
-	}
-	line_reader_close(&lr);
-	if (r < 0)
-		return r == -ENOENT ? -ESRCH : r;
-	if (end <= start || end - start > (1u << 20)) {
+	if (!base || peek(s->tid, base, &eh, sizeof(eh)) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(ph)) {
 		report_set_detail("process %d has no vDSO: the inject backend finds its syscall "
 				  "instruction there and never writes the target's code",
 				  (int)s->tid);
 		return -EOPNOTSUPP;
 	}
-	{
-		size_t n = end - start;
-		unsigned char *buf = malloc(n);
-		struct iovec local = { buf, n }, remote = { (void *)(uintptr_t)start, n };
-		ssize_t got;
+	for (unsigned int i = 0; i < eh.e_phnum && !s->syscall_ip; i++) {
+		unsigned char *buf;
 
+		err = peek(s->tid, base + eh.e_phoff + (uint64_t)i * sizeof(ph), &ph, sizeof(ph));
+		if (err == -ESRCH)
+			return err;
+		/* The vDSO is linked at 0 and mapped as one piece from its base. */
+		if (err || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
+		    ph.p_filesz < 2 || ph.p_filesz > (1u << 20))
+			continue;
+		buf = malloc(ph.p_filesz);
 		if (!buf)
 			return -ENOMEM;
-		got = process_vm_readv(s->tid, &local, 1, &remote, 1, 0);
-		for (ssize_t i = 0; got > 1 && i + 1 < got; i++) {
-			if (buf[i] == 0x0f && buf[i + 1] == 0x05) {
-				s->syscall_ip = start + (uint64_t)i;
+		err = peek(s->tid, base + ph.p_offset, buf, ph.p_filesz);
+		for (size_t j = 0; !err && j + 1 < ph.p_filesz; j++) {
+			if (buf[j] == 0x0f && buf[j + 1] == 0x05) {
+				s->syscall_ip = base + ph.p_offset + j;
 				break;
 			}
 		}
 		free(buf);
-		if (got < 0)
-			return errno == ESRCH ? -ESRCH : -EPERM;
+		if (err == -ESRCH)
+			return err;
 	}
 	if (!s->syscall_ip) {
 		report_set_detail("no syscall instruction in the vDSO of process %d", (int)s->tid);
