@@ -1336,6 +1336,97 @@ static void bench_inject(void)
 	}
 }
 
+/*
+ * A whole-process NEVER (and back to SYSTEM) through the inject backend on
+ * a target with INJECT_MAPPINGS mappings that spins on the clock: the
+ * call's cost and the target's pause must not grow with its mappings.  The
+ * raw side is the same prctl() a process makes on itself.
+ */
+#define INJECT_MAPPINGS 60000
+
+static void bench_inject_many(void)
+{
+	struct spin_page *sp = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	double lib[REPS], raw[REPS], pause[REPS];
+	int ready[2], pidfd, st;
+	char c;
+	pid_t pid;
+
+	if (sp == MAP_FAILED || pipe(ready))
+		die("inject many: setup");
+	ensure_map_count(INJECT_MAPPINGS + 1000);
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0) {
+		uint64_t last;
+
+		make_small_maps(INJECT_MAPPINGS);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		last = now_ns();
+		while (!sp->stop) {
+			uint64_t t = now_ns();
+
+			if (t - last > sp->max_gap)
+				sp->max_gap = t - last;
+			last = t;
+		}
+		_exit(0);
+	}
+	if (read(ready[0], &c, 1) != 1)
+		die("inject many: child");
+	pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		die("pidfd_open");
+	for (int rep = -2; rep < REPS; rep++) {
+		THP_OPTS(thp_default_opts, d, .pidfd = pidfd, .backend = THP_BACKEND_INJECT,
+			 .policy = rep & 1 ? THP_POLICY_SYSTEM : THP_POLICY_NEVER);
+		double t0, t1;
+
+		sp->max_gap = 0;
+		t0 = mono_ns();
+		if (thp_set_default(&d))
+			die("thp_set_default (inject, many mappings)");
+		t0 = mono_ns() - t0;
+		usleep(2000);
+		t1 = mono_ns();
+		if (prctl(PR_SET_THP_DISABLE, rep & 1 ? 0 : 1, 0, 0, 0))
+			die("prctl");
+		t1 = mono_ns() - t1;
+		if (rep >= 0) {
+			lib[rep] = t0;
+			raw[rep] = t1;
+			pause[rep] = (double)sp->max_gap;
+		}
+	}
+	prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
+	sp->stop = 1;
+	waitpid(pid, &st, 0);
+	close(pidfd);
+	close(ready[0]);
+	close(ready[1]);
+	munmap(sp, 4096);
+	{
+		struct compare cmp = compare(lib, raw, REPS);
+		struct stat3 p = stats(pause, REPS);
+
+		printf("\n### inject: whole-process NEVER/SYSTEM on a target with %d mappings\n\n",
+		       INJECT_MAPPINGS);
+		printf("| call                               | libthp med / min / max (us)       | raw prctl med / min / max (us)    | ratio                 |\n");
+		printf("|------------------------------------|-----------------------------------|-----------------------------------|-----------------------|\n");
+		printf("| set_default NEVER/SYSTEM, inject   |");
+		print_compare(&cmp, 1e3, "inject", "set_default inject vs own prctl, mappings",
+			      INJECT_MAPPINGS, "us");
+		printf("\n\n| measure                            | med (us) | min (us) | max (us) |\n");
+		printf("|------------------------------------|----------|----------|----------|\n");
+		printf("| target pause, set_default          | %8.1f | %8.1f | %8.1f |\n",
+		       p.med / 1e3, p.min / 1e3, p.max / 1e3);
+		note_target("inject: NEVER at 60,000 mappings, call", cmp.a.med / 1e6, 5, " ms");
+	}
+}
+
 /* ---------------------------------------------------------------- main */
 
 int main(int argc, char **argv)
@@ -1395,8 +1486,10 @@ int main(int argc, char **argv)
 		bench_query();
 	if (want[6])
 		bench_run();
-	if (want[7])
+	if (want[7]) {
 		bench_inject();
+		bench_inject_many();
+	}
 	restore_map_count();
 	print_targets();
 	if (json_out) {
