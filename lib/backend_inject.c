@@ -23,7 +23,9 @@
 
 #include "compat.h"
 #include "default.h"
+#include "inject_access.h"
 #include "internal.h"
+#include "seccomp_filter.h"
 #include "syscall.h"
 
 #if defined(__x86_64__)
@@ -37,6 +39,7 @@
 #define ERESTART_RESTARTBLOCK_ 516
 /* Retries when a signal comes between our resume and the injected syscall. */
 #define INJECT_RETRIES 64
+#define CAP_SYS_ADMIN_ 21
 
 struct inject_session {
 	const struct thp_target *t;
@@ -46,6 +49,8 @@ struct inject_session {
 	bool seized;
 	bool stopped;
 	unsigned int calls;            /* injected calls started: could any have run? */
+	bool filtered;                 /* seccomp filter mode: each call is vetted by sf */
+	struct sf_filters sf;
 };
 
 /* A field of /proc/PID/task/TID/status: a number, or State's letter. */
@@ -105,8 +110,28 @@ static int pick_thread(pid_t pid, pid_t *tid)
 	return -ESRCH;
 }
 
-/* Refusals that need no stop: traced, seccomp.  0 or -errno with detail. */
-static int inject_precheck(pid_t pid, pid_t tid)
+/*
+ * A process under seccomp can be called only when its filter can be read
+ * and run on each call first (seccomp_filter.c).  0 or -EPERM with detail.
+ */
+static int seccomp_refusal(pid_t pid, long mode)
+{
+	if (mode == 1) {
+		report_set_detail("process %d runs under seccomp strict mode, which kills it on any "
+				  "call but read, write, exit and sigreturn: not injected", (int)pid);
+		return -EPERM;
+	}
+	if (mode && sf_caller_has_cap(CAP_SYS_ADMIN_) != 1) {
+		report_set_detail("process %d runs under a seccomp filter, and reading it to see "
+				  "what it does with the injected call needs CAP_SYS_ADMIN, which the "
+				  "caller does not have: not injected", (int)pid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Refusals that need no stop: traced, seccomp, ptrace rights.  0 or -errno with detail. */
+static int inject_precheck(const struct thp_target *t, pid_t pid, pid_t tid)
 {
 	long v = 0;
 	int err;
@@ -119,34 +144,9 @@ static int inject_precheck(pid_t pid, pid_t tid)
 				  "backend needs to ptrace it", (int)pid, v);
 		return -EBUSY;
 	}
-	if (status_field(pid, tid, "\nSeccomp:", &v) == 0 && v) {
-		report_set_detail("process %d runs under seccomp %s mode: its filter might kill or "
-				  "refuse the injected call, so the inject backend does not call it",
-				  (int)pid, v == 1 ? "strict" : "filter");
-		return -EOPNOTSUPP;
-	}
-	return 0;
-}
-
-static int ptrace_refused(pid_t pid, int e)
-{
-	char ys[16];
-	long v = 0;
-
-	if (e == ESRCH)
-		return -ESRCH;
-	if (status_field(pid, pid, "\nTracerPid:", &v) == 0 && v) {
-		report_set_detail("process %d is already traced by process %ld", (int)pid, v);
-		return -EBUSY;
-	}
-	if (sys_read_file("/proc/sys/kernel/yama/ptrace_scope", ys, sizeof(ys)) <= 0)
-		ys[0] = '-', ys[1] = 0;
-	ys[strcspn(ys, "\n")] = 0;
-	report_set_detail("ptrace of process %d refused (%s): the inject backend needs "
-			  "CAP_SYS_PTRACE, or the target's user IDs with a dumpable target and a "
-			  "Yama ptrace_scope that allows it (ptrace_scope is %s)",
-			  (int)pid, strerror(e), ys);
-	return e == EPERM || e == EACCES ? -EPERM : -e;
+	if (status_field(pid, tid, "\nSeccomp:", &v) == 0 && (err = seccomp_refusal(pid, v)))
+		return err;
+	return inject_may_ptrace(t, pid);
 }
 
 /*
@@ -329,11 +329,11 @@ static int inject_begin(struct inject_session *s, const struct thp_target *t)
 	}
 	err = pick_thread(t->pid, &s->tid);
 	if (!err)
-		err = inject_precheck(t->pid, s->tid);
+		err = inject_precheck(t, t->pid, s->tid);
 	if (err)
 		return err;
 	if (ptrace(PTRACE_SEIZE, s->tid, 0, (void *)(long)PTRACE_O_TRACESYSGOOD) < 0)
-		return ptrace_refused(s->tid, errno);
+		return inject_ptrace_refused(t, s->tid, errno);
 	s->seized = true;
 	/* The pid may have been reused between pidfd and seize: the pidfd says. */
 	if (target_alive(t))
@@ -341,13 +341,65 @@ static int inject_begin(struct inject_session *s, const struct thp_target *t)
 	err = inject_stop(s);
 	if (err)
 		return err;
-	/* A filter installed since the first look (TSYNC from another thread). */
-	if (status_field(s->t->pid, s->tid, "\nSeccomp:", &v) == 0 && v) {
-		report_set_detail("process %d runs under seccomp: the inject backend does not "
-				  "call it", (int)s->tid);
-		return -EOPNOTSUPP;
+	err = find_syscall_ip(s);
+	if (err)
+		return err;
+	/* Looked at again stopped: a filter may have come since (TSYNC from another thread). */
+	err = status_field(s->t->pid, s->tid, "\nSeccomp:", &v);
+	if (err == -ENOENT || (!err && !v))
+		return 0; /* no seccomp in this kernel, or none for this thread */
+	if (!err)
+		err = seccomp_refusal(s->t->pid, v);
+	if (!err)
+		err = sf_load(&s->sf, s->t->pid, s->tid);
+	s->filtered = !err;
+	return err;
+}
+
+/* What an injected call is, for a detail. */
+static const char *call_name(long nr, unsigned long a1, unsigned long a3, char *buf, size_t len)
+{
+	if (nr == SYS_madvise)
+		snprintf(buf, len, "madvise(%s)",
+			 a3 == MADV_HUGEPAGE ? "MADV_HUGEPAGE" :
+			 a3 == MADV_NOHUGEPAGE ? "MADV_NOHUGEPAGE" :
+			 a3 == MADV_COLLAPSE ? "MADV_COLLAPSE" : "advice");
+	else if (nr == SYS_prctl)
+		snprintf(buf, len, "prctl(%s)",
+			 a1 == PR_SET_THP_DISABLE ? "PR_SET_THP_DISABLE" :
+			 a1 == PR_GET_THP_DISABLE ? "PR_GET_THP_DISABLE" : "option");
+	else
+		snprintf(buf, len, "system call %ld", nr);
+	return buf;
+}
+
+/*
+ * May the call be injected: 0, or -EPERM when the target's seccomp
+ * filters would not simply let it through (the detail says what they
+ * would do).  Asked for every call of a request before the first runs,
+ * and again by inject_syscall() for the one it is about to run.
+ */
+static int inject_vet(struct inject_session *s, long nr, unsigned long a1, unsigned long a2,
+		      unsigned long a3, unsigned long a4, unsigned long a5)
+{
+	char what[48];
+	struct sf_call c = { call_name(nr, a1, a3, what, sizeof(what)), nr,
+			     { a1, a2, a3, a4, a5, 0 } };
+	int err;
+
+	if (!s->filtered)
+		return 0;
+	err = sf_grew(&s->sf, s->tid);
+	if (err == 1) {
+		sf_free(&s->sf);
+		s->filtered = false;
+		err = sf_load(&s->sf, s->t->pid, s->tid);
+		s->filtered = !err;
 	}
-	return find_syscall_ip(s);
+	if (err)
+		return err;
+	/* The kernel sees the address after the syscall instruction. */
+	return sf_check_calls(&s->sf, s->t->pid, SF_AUDIT_ARCH_X86_64, s->syscall_ip + 2, &c, 1);
 }
 
 /*
@@ -373,6 +425,9 @@ static int inject_end(struct inject_session *s)
 	if (ptrace(PTRACE_DETACH, s->tid, 0, 0) < 0 && !err)
 		err = -ESRCH;
 	s->seized = s->stopped = false;
+	if (s->filtered)
+		sf_free(&s->sf);
+	s->filtered = false;
 	return err;
 }
 
@@ -383,6 +438,9 @@ static int inject_end(struct inject_session *s)
 static long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigned long a2,
 			   unsigned long a3, unsigned long a4, unsigned long a5, int *err)
 {
+	*err = inject_vet(s, nr, a1, a2, a3, a4, a5);
+	if (*err)
+		return *err;
 	for (int attempt = 0; attempt < INJECT_RETRIES; attempt++) {
 		struct user_regs_struct r = s->saved;
 		bool entered = false;
@@ -496,6 +554,10 @@ static long inject_apply_vec(const struct thp_target *t, const struct iovec *iov
 	int err;
 
 	err = inject_begin(&s, t);
+	/* All or none: a range the filter refuses stops the request before the first call. */
+	for (size_t i = 0; !err && i < n; i++)
+		err = inject_vet(&s, SYS_madvise, (unsigned long)v[i].iov_base, v[i].iov_len,
+				 (unsigned long)advice, 0, 0);
 	for (size_t i = 0; !err && i < n; i++) {
 		long r = inject_syscall(&s, SYS_madvise, (unsigned long)v[i].iov_base,
 					v[i].iov_len, (unsigned long)advice, 0, 0, &err);
@@ -546,8 +608,18 @@ int inject_set_default(struct thp_default_opts *o, const struct thp_target *t)
 		flags = PR_THP_DISABLE_EXCEPT_ADVISED;
 	}
 	err = inject_begin(&s, t);
+	/* Every call of the policy vetted before the first runs; the way back once prev is known. */
+	if (!err)
+		err = inject_vet(&s, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	if (!err)
+		err = inject_vet(&s, SYS_prctl, PR_SET_THP_DISABLE, 0, 0, 0, 0);
+	if (!err && o->policy != THP_POLICY_SYSTEM)
+		err = inject_vet(&s, SYS_prctl, PR_SET_THP_DISABLE, 1, flags, 0, 0);
 	if (!err)
 		prev = inject_syscall(&s, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, &err);
+	if (!err && prev > 0)
+		err = inject_vet(&s, SYS_prctl, PR_SET_THP_DISABLE, 1,
+				 (unsigned long)prev & PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0);
 	/* Clear first: one disable mode is not set over the other. */
 	if (!err)
 		r = inject_syscall(&s, SYS_prctl, PR_SET_THP_DISABLE, 0, 0, 0, 0, &err);

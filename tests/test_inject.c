@@ -633,7 +633,7 @@ START_TEST(inject_seccomp_refused)
 	}
 	ck_assert(read(p[0], &ok, 1) == 1);
 	o.pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
-	ck_assert_int_eq(thp_set_default(&o), -EOPNOTSUPP);
+	ck_assert_int_eq(thp_set_default(&o), -EPERM);
 	ck_assert_msg(strstr(thp_strerror_detail(), "seccomp"), "detail: %s",
 		      thp_strerror_detail());
 	ck_assert_int_eq(waitpid(pid, &st, WNOHANG), 0); /* still alive */
