@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* The inject backend's refusals: seccomp filters run on the exact call, ptrace rights checked first. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <thp/thp.h>
+
+#include "helpers.h"
+#include "../lib/compat.h"
+
+#if defined(__x86_64__)
+
+#define REGION (4 * MiB)
+#define NOBODY 65534
+#define CAP_SYS_ADMIN_BIT 21
+
+/* A target process: its pipes, and the region it mapped and filled. */
+struct target {
+	pid_t pid;
+	int pidfd;
+	int cmd, res;
+	uint64_t addr;
+};
+
+typedef int (*setup_fn)(const void *arg);
+
+/*
+ * The target's loop, every command a read() and a write(), which no filter
+ * here touches: 'E' echoes, 'P' answers PR_GET_THP_DISABLE read by itself,
+ * 'H' answers madvise(MADV_HUGEPAGE) of its region made by itself, 'Q' ends.
+ */
+static void target_main(int cmd, int res, setup_fn setup, const void *arg)
+{
+	unsigned char *m = map_aligned(4, 0);
+	uint64_t addr = (uintptr_t)m;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	touch_range(m, REGION);
+	if (setup && setup(arg))
+		_exit(3);
+	if (write(res, &addr, sizeof(addr)) != sizeof(addr))
+		_exit(1);
+	for (;;) {
+		char c;
+		int r = 0;
+
+		if (read(cmd, &c, 1) != 1)
+			_exit(1);
+		if (c == 'Q')
+			_exit(0);
+		if (c == 'P')
+			r = (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+		else if (c == 'H')
+			r = madvise(m, REGION, MADV_HUGEPAGE) ? -errno : 0;
+		if (write(res, &r, sizeof(r)) != sizeof(r))
+			_exit(1);
+	}
+}
+
+static void start_target(struct target *t, setup_fn setup, const void *arg)
+{
+	int cmd[2], res[2];
+
+	ck_assert(pipe(cmd) == 0 && pipe(res) == 0);
+	t->pid = fork();
+	ck_assert_int_ge(t->pid, 0);
+	if (t->pid == 0) {
+		close(cmd[1]);
+		close(res[0]);
+		target_main(cmd[0], res[1], setup, arg);
+	}
+	close(cmd[0]);
+	close(res[1]);
+	t->cmd = cmd[1];
+	t->res = res[0];
+	ck_assert_msg(read(t->res, &t->addr, sizeof(t->addr)) == sizeof(t->addr),
+		      "the target did not start (its setup failed)");
+	t->pidfd = (int)syscall(__NR_pidfd_open, t->pid, 0);
+	ck_assert_msg(t->pidfd >= 0, "pidfd_open: %s", strerror(errno));
+}
+
+/* Send one command and return the target's answer; it must be alive to give one. */
+static int ask(struct target *t, char c)
+{
+	int r;
+
+	ck_assert_msg(write(t->cmd, &c, 1) == 1, "the target is gone");
+	ck_assert_msg(read(t->res, &r, sizeof(r)) == sizeof(r),
+		      "the target did not answer '%c': it is gone", c);
+	return r;
+}
+
+static void finish_target(struct target *t)
+{
+	int st;
+
+	ck_assert(write(t->cmd, "Q", 1) == 1);
+	ck_assert(waitpid(t->pid, &st, 0) == t->pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status %#x", st);
+	close(t->cmd);
+	close(t->res);
+	close(t->pidfd);
+}
+
+/* "THP_enabled:" of the target's status: 1, 0, or -1 when the kernel shows none. */
+static int thp_enabled(pid_t pid)
+{
+	char path[64], buf[4096];
+	const char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	ck_assert(read_file(path, buf, sizeof(buf)) > 0);
+	p = strstr(buf, "THP_enabled:");
+	return p ? (int)strtol(p + 12, NULL, 10) : -1;
+}
+
+/* What a refusal must leave: the same smaps entry, the same THP_enabled. */
+struct snapshot {
+	struct smaps_info si;
+	int thp_enabled;
+};
+
+static void snap(const struct target *t, struct snapshot *s)
+{
+	ck_assert(smaps_lookup(t->pid, t->addr, &s->si) == 0 && s->si.found);
+	s->thp_enabled = thp_enabled(t->pid);
+}
+
+static void assert_unchanged(const struct target *t, const struct snapshot *before)
+{
+	struct snapshot now;
+
+	snap(t, &now);
+	ck_assert_msg(now.si.start == before->si.start && now.si.end == before->si.end &&
+			      now.si.hg == before->si.hg && now.si.nh == before->si.nh &&
+			      !strcmp(now.si.vmflags, before->si.vmflags),
+		      "smaps changed: VmFlags \"%s\" then \"%s\"", before->si.vmflags,
+		      now.si.vmflags);
+	ck_assert_int_eq(now.thp_enabled, before->thp_enabled);
+}
+
+static void assert_detail(const char *a, const char *b)
+{
+	const char *d = thp_strerror_detail();
+
+	ck_assert_msg(d && strstr(d, a) && (!b || strstr(d, b)), "detail \"%s\" lacks \"%s\"%s%s",
+		      d ? d : "(null)", a, b ? " or " : "", b ? b : "");
+}
+
+static int install_rules(const void *arg)
+{
+	const struct seccomp_rule *r = arg;
+
+	return seccomp_install(r, 1);
+}
+
+static int set_default(const struct target *t, unsigned int policy)
+{
+	THP_OPTS(thp_default_opts, o, .pidfd = t->pidfd, .policy = policy,
+		 .backend = THP_BACKEND_INJECT);
+
+	return thp_set_default(&o);
+}
+
+static int apply(const struct target *t, int advice, struct thp_report *rep)
+{
+	struct thp_range r = { t->addr, REGION };
+	THP_OPTS(thp_apply_opts, o, .pidfd = t->pidfd, .advice = advice,
+		 .backend = THP_BACKEND_INJECT, .reports = rep);
+
+	return thp_apply_ranges(&r, 1, &o);
+}
+
+static const struct seccomp_rule kill_prctl = { SYS_prctl, -1, 0, SECCOMP_RET_KILL_PROCESS };
+
+/* (a) A filter that kills on prctl(): NEVER refused, the target alive and as it was. */
+START_TEST(kill_on_prctl_refused)
+{
+	struct target t;
+	struct snapshot before;
+
+	start_target(&t, install_rules, &kill_prctl);
+	snap(&t, &before);
+	ck_assert_int_eq(set_default(&t, THP_POLICY_NEVER), -EPERM);
+	ck_assert_int_eq(errno, EPERM);
+	assert_detail("seccomp filter would kill it on prctl(", "not injected");
+	ck_assert_int_eq(ask(&t, 'E'), 0); /* alive, and answers */
+	assert_unchanged(&t, &before);
+	ck_assert_int_eq(thp_enabled(t.pid), 1);
+	finish_target(&t);
+}
+END_TEST
+
+/* (a) Killing only on PR_SET_THP_DISABLE: the target's own PR_GET_THP_DISABLE says 0 after. */
+START_TEST(kill_on_set_thp_disable_refused)
+{
+	const struct seccomp_rule rule = { SYS_prctl, 0, PR_SET_THP_DISABLE,
+					   SECCOMP_RET_KILL_PROCESS };
+	struct target t;
+	struct snapshot before;
+
+	start_target(&t, install_rules, &rule);
+	snap(&t, &before);
+	ck_assert_int_eq(ask(&t, 'P'), 0);
+	ck_assert_int_eq(set_default(&t, THP_POLICY_NEVER), -EPERM);
+	assert_detail("would kill it on prctl(PR_SET_THP_DISABLE): not injected", NULL);
+	ck_assert_int_eq(ask(&t, 'P'), 0);
+	assert_unchanged(&t, &before);
+	/* SYSTEM clears the disable: a PR_SET_THP_DISABLE call too, refused as well. */
+	ck_assert_int_eq(set_default(&t, THP_POLICY_SYSTEM), -EPERM);
+	ck_assert_int_eq(ask(&t, 'P'), 0);
+	finish_target(&t);
+}
+END_TEST
+
+/* (b) The same filter lets madvise() through: HUGE is injected and shows as hg. */
+START_TEST(kill_on_prctl_madvise_allowed)
+{
+	struct thp_report rep;
+	struct target t;
+
+	start_target(&t, install_rules, &kill_prctl);
+	assert_vma_unadvised(t.pid, t.addr, "before");
+	ck_assert_msg(apply(&t, THP_ADVICE_HUGE, &rep) == 1, "HUGE: %s", thp_strerror_detail());
+	ck_assert_int_eq(rep.backend, THP_BACKEND_INJECT);
+	ck_assert_uint_eq(rep.bytes_advised, REGION);
+	ck_assert(vma_hg(t.pid, t.addr));
+	ck_assert_int_eq(ask(&t, 'E'), 0);
+	ck_assert_int_eq(thp_enabled(t.pid), 1);
+	finish_target(&t);
+}
+END_TEST
+
+/* (c) ERRNO for madvise(MADV_HUGEPAGE) only: HUGE refused with its reason, NOHUGE injected. */
+START_TEST(errno_on_hugepage_argument)
+{
+	const struct seccomp_rule rule = { SYS_madvise, 2, MADV_HUGEPAGE,
+					   SECCOMP_RET_ERRNO | EACCES };
+	struct thp_report rep;
+	struct snapshot before;
+	struct target t;
+
+	start_target(&t, install_rules, &rule);
+	snap(&t, &before);
+	ck_assert_int_eq(apply(&t, THP_ADVICE_HUGE, &rep), -EPERM);
+	assert_detail("would fail the call with errno 13 on madvise(MADV_HUGEPAGE)", "not injected");
+	ck_assert_uint_eq(rep.bytes_advised, 0);
+	assert_unchanged(&t, &before);
+	/* The filter is real: the target's own call fails so. */
+	ck_assert_int_eq(ask(&t, 'H'), -EACCES);
+	ck_assert_msg(apply(&t, THP_ADVICE_NOHUGE, &rep) == 1, "NOHUGE: %s", thp_strerror_detail());
+	ck_assert(vma_nh(t.pid, t.addr) && !vma_hg(t.pid, t.addr));
+	ck_assert_int_eq(ask(&t, 'E'), 0);
+	finish_target(&t);
+}
+END_TEST
+
+/*
+ * (d) A filter that traps madvise() made from the vDSO's first syscall
+ * instruction, the one the backend uses, and from nowhere else: only the
+ * exact instruction_pointer tells the injected call from the target's own.
+ */
+static int trap_vdso_madvise(const void *arg)
+{
+	const unsigned char *v = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+	uint64_t ip = 0;
+	struct sock_fprog prog;
+
+	(void)arg;
+	/* The vDSO's ELF image is at most a few pages: the first 0f 05 in it. */
+	for (size_t i = 0; v && i + 1 < 8192 && !ip; i++)
+		if (v[i] == 0x0f && v[i + 1] == 0x05)
+			ip = (uintptr_t)(v + i + 2);
+	if (!ip)
+		return -1;
+	{
+		struct sock_filter f[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_madvise, 0, 5),
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+				 offsetof(struct seccomp_data, instruction_pointer)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)ip, 0, 3),
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+				 offsetof(struct seccomp_data, instruction_pointer) + 4),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(ip >> 32), 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+
+		prog.len = sizeof(f) / sizeof(f[0]);
+		prog.filter = f;
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+			return -1;
+		return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+	}
+}
+
+START_TEST(trap_on_instruction_pointer)
+{
+	struct thp_report rep;
+	struct snapshot before;
+	struct target t;
+
+	start_target(&t, trap_vdso_madvise, NULL);
+	snap(&t, &before);
+	ck_assert_int_eq(apply(&t, THP_ADVICE_HUGE, &rep), -EPERM);
+	assert_detail("would send it SIGSYS on madvise(MADV_HUGEPAGE)", "not injected");
+	assert_unchanged(&t, &before);
+	/* The same call from libc's own syscall instruction passes. */
+	ck_assert_int_eq(ask(&t, 'H'), 0);
+	ck_assert(vma_hg(t.pid, t.addr));
+	finish_target(&t);
+}
+END_TEST
+
+/*
+ * Run @fn in a child and return its exit status; the detail it got comes
+ * back in @detail.  For callers with fewer rights than the test.
+ */
+static int in_child(int (*fn)(const struct target *), const struct target *t, char *detail,
+		    size_t len)
+{
+	int p[2], st;
+	pid_t c;
+	ssize_t n;
+
+	ck_assert(pipe(p) == 0);
+	c = fork();
+	ck_assert_int_ge(c, 0);
+	if (c == 0) {
+		int r = fn(t);
+		const char *d = thp_strerror_detail();
+
+		if (d && write(p[1], d, strlen(d)) < 0)
+			_exit(99);
+		_exit(r);
+	}
+	close(p[1]);
+	n = read(p[0], detail, len - 1);
+	detail[n > 0 ? n : 0] = 0;
+	close(p[0]);
+	ck_assert(waitpid(c, &st, 0) == c);
+	ck_assert_msg(WIFEXITED(st), "caller child status %#x", st);
+	return WEXITSTATUS(st);
+}
+
+/* Exit codes of the caller children: 0 refused as expected, else what went wrong. */
+static int without_sys_admin(const struct target *t)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &h, d))
+		return 10;
+	d[0].effective &= ~(1U << CAP_SYS_ADMIN_BIT);
+	d[0].permitted &= ~(1U << CAP_SYS_ADMIN_BIT);
+	if (syscall(SYS_capset, &h, d))
+		return 11;
+	if (set_default(t, THP_POLICY_NEVER) != -EPERM)
+		return 12;
+	return 0;
+}
+
+/* (e) Without CAP_SYS_ADMIN (CAP_SYS_PTRACE kept) the filter cannot be read: refused. */
+START_TEST(filter_unreadable_without_sys_admin)
+{
+	const struct seccomp_rule rule = { SYS_mlock, -1, 0, SECCOMP_RET_KILL_PROCESS };
+	char detail[512];
+	struct snapshot before;
+	struct target t;
+
+	start_target(&t, install_rules, &rule);
+	snap(&t, &before);
+	ck_assert_int_eq(in_child(without_sys_admin, &t, detail, sizeof(detail)), 0);
+	ck_assert_msg(strstr(detail, "CAP_SYS_ADMIN") && strstr(detail, "seccomp filter"),
+		      "detail: %s", detail);
+	assert_unchanged(&t, &before);
+	ck_assert_int_eq(ask(&t, 'P'), 0);
+	/* With it, the same filter (mlock only) lets NEVER through. */
+	ck_assert_msg(set_default(&t, THP_POLICY_NEVER) == 0, "%s", thp_strerror_detail());
+	ck_assert_int_eq(ask(&t, 'P'), 1);
+	ck_assert_int_eq(thp_enabled(t.pid), 0);
+	finish_target(&t);
+}
+END_TEST
+
+static int become_nobody(const void *arg)
+{
+	(void)arg;
+	if (setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY))
+		return -1;
+	return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+static int as_nobody(const struct target *t)
+{
+	if (setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY))
+		return 10;
+	if (set_default(t, THP_POLICY_NEVER) != -EPERM)
+		return 12;
+	return 0;
+}
+
+/* (f) A non-dumpable target of the caller's own user, a caller without CAP_SYS_PTRACE. */
+START_TEST(not_dumpable_refused)
+{
+	char detail[512];
+	struct snapshot before;
+	struct target t;
+
+	start_target(&t, become_nobody, NULL);
+	snap(&t, &before);
+	ck_assert_int_eq(in_child(as_nobody, &t, detail, sizeof(detail)), 0);
+	ck_assert_msg(strstr(detail, "not dumpable") && strstr(detail, "CAP_SYS_PTRACE"),
+		      "detail: %s", detail);
+	assert_unchanged(&t, &before);
+	ck_assert_int_eq(ask(&t, 'P'), 0);
+	finish_target(&t);
+}
+END_TEST
+
+static int become_other_user(const void *arg)
+{
+	(void)arg;
+	if (setresgid(NOBODY - 1, NOBODY - 1, NOBODY - 1) ||
+	    setresuid(NOBODY - 1, NOBODY - 1, NOBODY - 1))
+		return -1;
+	/* A change of user made it non-dumpable: this case is about the user alone. */
+	return prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+}
+
+/* Another user's dumpable process: the kernel refuses the seize and the detail says why. */
+START_TEST(other_user_refused)
+{
+	char detail[512];
+	struct snapshot before;
+	struct target t;
+
+	start_target(&t, become_other_user, NULL);
+	snap(&t, &before);
+	ck_assert_int_eq(in_child(as_nobody, &t, detail, sizeof(detail)), 0);
+	ck_assert_msg(strstr(detail, "ptrace of process") && strstr(detail, "denied") &&
+			      strstr(detail, "CAP_SYS_PTRACE"),
+		      "detail: %s", detail);
+	assert_unchanged(&t, &before);
+	ck_assert_int_eq(ask(&t, 'P'), 0);
+	finish_target(&t);
+}
+END_TEST
+
+static Suite *inject_safety_suite(void)
+{
+	Suite *s = suite_create("inject_safety");
+	TCase *tc = tcase_create("inject_safety");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, kill_on_prctl_refused);
+	tcase_add_test(tc, kill_on_set_thp_disable_refused);
+	tcase_add_test(tc, kill_on_prctl_madvise_allowed);
+	tcase_add_test(tc, errno_on_hugepage_argument);
+	tcase_add_test(tc, trap_on_instruction_pointer);
+	tcase_add_test(tc, filter_unreadable_without_sys_admin);
+	tcase_add_test(tc, not_dumpable_refused);
+	tcase_add_test(tc, other_user_refused);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return run_suite(inject_safety_suite());
+}
+
+#else /* !__x86_64__ */
+
+int main(void)
+{
+	printf("SKIP: the inject backend is x86_64-only\n");
+	return 77;
+}
+
+#endif
