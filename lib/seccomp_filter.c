@@ -98,15 +98,14 @@ int sf_run(const struct sf_insn *f, size_t len, const struct sf_data *d, uint32_
 		case C_ALU | 0x40: case C_ALU | 0x48: a |= src; break;
 		case C_ALU | 0x50: case C_ALU | 0x58: a &= src; break;
 		case C_ALU | 0xa0: case C_ALU | 0xa8: a ^= src; break;
-		case C_ALU | 0x30: case C_ALU | 0x38: /* DIV */
-		case C_ALU | 0x90: case C_ALU | 0x98: /* MOD */
+		case C_ALU | 0x30: case C_ALU | 0x38: /* DIV (seccomp takes no MOD) */
 			if (src == 0) {
 				if (!(i->code & SRC_X))
 					return -EINVAL; /* the kernel refuses the filter */
 				*ret = 0;       /* and ends it with 0 at run time */
 				return 0;
 			}
-			a = (i->code & 0xf0) == 0x30 ? a / src : a % src;
+			a /= src;
 			break;
 		case C_ALU | 0x60: case C_ALU | 0x68: /* LSH */
 		case C_ALU | 0x70: case C_ALU | 0x78: /* RSH */
