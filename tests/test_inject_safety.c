@@ -332,6 +332,38 @@ START_TEST(trap_on_instruction_pointer)
 }
 END_TEST
 
+static int enter_strict(const void *arg)
+{
+	(void)arg;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0);
+}
+
+/* Strict mode kills on anything but read, write, exit and sigreturn: refused, alive. */
+START_TEST(strict_mode_refused)
+{
+	struct thp_report rep;
+	struct snapshot before;
+	struct target t;
+	int st;
+
+	start_target(&t, enter_strict, NULL);
+	snap(&t, &before);
+	ck_assert_int_eq(set_default(&t, THP_POLICY_NEVER), -EPERM);
+	assert_detail("seccomp strict mode", "not injected");
+	ck_assert_int_eq(apply(&t, THP_ADVICE_HUGE, &rep), -EPERM);
+	assert_detail("seccomp strict mode", NULL);
+	ck_assert_int_eq(ask(&t, 'E'), 0);
+	assert_unchanged(&t, &before);
+	/* Its _exit() is exit_group(), which strict mode kills: end it from here. */
+	kill(t.pid, SIGKILL);
+	ck_assert(waitpid(t.pid, &st, 0) == t.pid);
+	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	close(t.cmd);
+	close(t.res);
+	close(t.pidfd);
+}
+END_TEST
+
 /*
  * Run @fn in a child and return its exit status; the detail it got comes
  * back in @detail.  For callers with fewer rights than the test.
@@ -430,7 +462,9 @@ START_TEST(not_dumpable_refused)
 	start_target(&t, become_nobody, NULL);
 	snap(&t, &before);
 	ck_assert_int_eq(in_child(as_nobody, &t, detail, sizeof(detail)), 0);
-	ck_assert_msg(strstr(detail, "not dumpable") && strstr(detail, "CAP_SYS_PTRACE"),
+	/* Refused up front, before any ptrace call. */
+	ck_assert_msg(strstr(detail, "not dumpable") && strstr(detail, "CAP_SYS_PTRACE") &&
+			      strstr(detail, "nothing was changed"),
 		      "detail: %s", detail);
 	assert_unchanged(&t, &before);
 	ck_assert_int_eq(ask(&t, 'P'), 0);
@@ -478,6 +512,7 @@ static Suite *inject_safety_suite(void)
 	tcase_add_test(tc, kill_on_prctl_madvise_allowed);
 	tcase_add_test(tc, errno_on_hugepage_argument);
 	tcase_add_test(tc, trap_on_instruction_pointer);
+	tcase_add_test(tc, strict_mode_refused);
 	tcase_add_test(tc, filter_unreadable_without_sys_admin);
 	tcase_add_test(tc, not_dumpable_refused);
 	tcase_add_test(tc, other_user_refused);
