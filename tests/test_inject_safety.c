@@ -2,6 +2,7 @@
 /* The inject backend's refusals: seccomp filters run on the exact call, ptrace rights checked first. */
 #define _GNU_SOURCE
 #include <check.h>
+#include <elf.h>
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/capability.h>
@@ -279,14 +280,23 @@ END_TEST
 static int trap_vdso_madvise(const void *arg)
 {
 	const unsigned char *v = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)v;
 	uint64_t ip = 0;
 	struct sock_fprog prog;
 
 	(void)arg;
-	/* The vDSO's ELF image is at most a few pages: the first 0f 05 in it. */
-	for (size_t i = 0; v && i + 1 < 8192 && !ip; i++)
-		if (v[i] == 0x0f && v[i + 1] == 0x05)
-			ip = (uintptr_t)(v + i + 2);
+	if (!v)
+		return -1;
+	/* The first 0f 05 of the first executable segment, where the backend looks. */
+	for (unsigned int i = 0; i < eh->e_phnum && !ip; i++) {
+		const Elf64_Phdr *ph = (const Elf64_Phdr *)(v + eh->e_phoff) + i;
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		for (size_t j = 0; j + 1 < ph->p_filesz && !ip; j++)
+			if (v[ph->p_offset + j] == 0x0f && v[ph->p_offset + j + 1] == 0x05)
+				ip = (uintptr_t)(v + ph->p_offset + j + 2);
+	}
 	if (!ip)
 		return -1;
 	{
