@@ -377,10 +377,13 @@ static const char *call_name(long nr, unsigned long a1, unsigned long a3, char *
  * May the call be injected: 0, or -EPERM when the target's seccomp
  * filters would not simply let it through (the detail says what they
  * would do).  Asked for every call of a request before the first runs,
- * and again by inject_syscall() for the one it is about to run.
+ * and again by inject_syscall() for the one it is about to run, which
+ * first looks for a filter added since (@probe).  One added by another
+ * thread of the target after that look, before the call, is not seen:
+ * the kernel offers no way to hold a process's filters still.
  */
-static int inject_vet(struct inject_session *s, long nr, unsigned long a1, unsigned long a2,
-		      unsigned long a3, unsigned long a4, unsigned long a5)
+static int inject_vet(struct inject_session *s, bool probe, long nr, unsigned long a1,
+		      unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5)
 {
 	char what[48];
 	struct sf_call c = { call_name(nr, a1, a3, what, sizeof(what)), nr,
@@ -389,7 +392,7 @@ static int inject_vet(struct inject_session *s, long nr, unsigned long a1, unsig
 
 	if (!s->filtered)
 		return 0;
-	err = sf_grew(&s->sf, s->tid);
+	err = probe ? sf_grew(&s->sf, s->tid) : 0;
 	if (err == 1) {
 		sf_free(&s->sf);
 		s->filtered = false;
@@ -438,7 +441,7 @@ static int inject_end(struct inject_session *s)
 static long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigned long a2,
 			   unsigned long a3, unsigned long a4, unsigned long a5, int *err)
 {
-	*err = inject_vet(s, nr, a1, a2, a3, a4, a5);
+	*err = inject_vet(s, true, nr, a1, a2, a3, a4, a5);
 	if (*err)
 		return *err;
 	for (int attempt = 0; attempt < INJECT_RETRIES; attempt++) {
@@ -556,7 +559,7 @@ static long inject_apply_vec(const struct thp_target *t, const struct iovec *iov
 	err = inject_begin(&s, t);
 	/* All or none: a range the filter refuses stops the request before the first call. */
 	for (size_t i = 0; !err && i < n; i++)
-		err = inject_vet(&s, SYS_madvise, (unsigned long)v[i].iov_base, v[i].iov_len,
+		err = inject_vet(&s, false, SYS_madvise, (unsigned long)v[i].iov_base, v[i].iov_len,
 				 (unsigned long)advice, 0, 0);
 	for (size_t i = 0; !err && i < n; i++) {
 		long r = inject_syscall(&s, SYS_madvise, (unsigned long)v[i].iov_base,
@@ -610,15 +613,15 @@ int inject_set_default(struct thp_default_opts *o, const struct thp_target *t)
 	err = inject_begin(&s, t);
 	/* Every call of the policy vetted before the first runs; the way back once prev is known. */
 	if (!err)
-		err = inject_vet(&s, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0);
+		err = inject_vet(&s, false, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0);
 	if (!err)
-		err = inject_vet(&s, SYS_prctl, PR_SET_THP_DISABLE, 0, 0, 0, 0);
+		err = inject_vet(&s, false, SYS_prctl, PR_SET_THP_DISABLE, 0, 0, 0, 0);
 	if (!err && o->policy != THP_POLICY_SYSTEM)
-		err = inject_vet(&s, SYS_prctl, PR_SET_THP_DISABLE, 1, flags, 0, 0);
+		err = inject_vet(&s, false, SYS_prctl, PR_SET_THP_DISABLE, 1, flags, 0, 0);
 	if (!err)
 		prev = inject_syscall(&s, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, &err);
 	if (!err && prev > 0)
-		err = inject_vet(&s, SYS_prctl, PR_SET_THP_DISABLE, 1,
+		err = inject_vet(&s, false, SYS_prctl, PR_SET_THP_DISABLE, 1,
 				 (unsigned long)prev & PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0);
 	/* Clear first: one disable mode is not set over the other. */
 	if (!err)
