@@ -554,14 +554,22 @@ static long inject_apply_vec(const struct thp_target *t, const struct iovec *iov
 	const iovec_alias *v = (const iovec_alias *)iov;
 	struct inject_session s;
 	long done = 0, ret = 0;
-	int err;
+	size_t ok = n;
+	int err, refused = 0;
 
 	err = inject_begin(&s, t);
-	/* All or none: a range the filter refuses stops the request before the first call. */
-	for (size_t i = 0; !err && i < n; i++)
-		err = inject_vet(&s, false, SYS_madvise, (unsigned long)v[i].iov_base, v[i].iov_len,
-				 (unsigned long)advice, 0, 0);
-	for (size_t i = 0; !err && i < n; i++) {
+	/*
+	 * Every range vetted before the first call: a refused one ends the
+	 * vector there, as a failing range ends it for the other backends
+	 * (the ranges before it are done and the count says so).
+	 */
+	for (size_t i = 0; !err && !refused && i < n; i++) {
+		refused = inject_vet(&s, false, SYS_madvise, (unsigned long)v[i].iov_base,
+				     v[i].iov_len, (unsigned long)advice, 0, 0);
+		if (refused)
+			ok = i;
+	}
+	for (size_t i = 0; !err && i < ok; i++) {
 		long r = inject_syscall(&s, SYS_madvise, (unsigned long)v[i].iov_base,
 					v[i].iov_len, (unsigned long)advice, 0, 0, &err);
 
@@ -573,6 +581,8 @@ static long inject_apply_vec(const struct thp_target *t, const struct iovec *iov
 		}
 		done += (long)v[i].iov_len;
 	}
+	if (!err && !ret && ok < n)
+		ret = refused;
 	err = inject_finish(&s, t, err);
 	if (err == -ESRCH)
 		return -ESRCH;

@@ -39,7 +39,8 @@ struct target {
 	uint64_t addr;
 };
 
-typedef int (*setup_fn)(const void *arg);
+/* Run in the target before it reports: @region is its REGION bytes. */
+typedef int (*setup_fn)(const void *arg, void *region);
 
 /*
  * The target's loop, every command a read() and a write(), which no filter
@@ -53,7 +54,7 @@ static void target_main(int cmd, int res, setup_fn setup, const void *arg)
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	touch_range(m, REGION);
-	if (setup && setup(arg))
+	if (setup && setup(arg, m))
 		_exit(3);
 	if (write(res, &addr, sizeof(addr)) != sizeof(addr))
 		_exit(1);
@@ -164,8 +165,9 @@ static void assert_detail(const char *a, const char *b)
 		      d ? d : "(null)", a, b ? " or " : "", b ? b : "");
 }
 
-static int install_rules(const void *arg)
+static int install_rules(const void *arg, void *region)
 {
+	(void)region;
 	const struct seccomp_rule *r = arg;
 
 	return seccomp_install(r, 1);
@@ -272,12 +274,52 @@ START_TEST(errno_on_hugepage_argument)
 }
 END_TEST
 
+/* ERRNO for madvise() of the region's second half only (its address in the low 32 bits). */
+static int errno_on_second_half(const void *arg, void *region)
+{
+	const struct seccomp_rule rule = { SYS_madvise, 0, (uint32_t)((uintptr_t)region + 2 * MiB),
+					   SECCOMP_RET_ERRNO | EACCES };
+
+	(void)arg;
+	return seccomp_install(&rule, 1);
+}
+
+/*
+ * Two ranges, the filter refuses the second: as with any backend the
+ * first is done and the reports say exactly that; the second is untouched.
+ */
+START_TEST(second_range_refused)
+{
+	struct thp_range r[2];
+	struct thp_report rep[2];
+	struct target t;
+	THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .backend = THP_BACKEND_INJECT,
+		 .reports = rep);
+
+	start_target(&t, errno_on_second_half, NULL);
+	r[0] = (struct thp_range){ t.addr, 2 * MiB };
+	r[1] = (struct thp_range){ t.addr + 2 * MiB, 2 * MiB };
+	o.pidfd = t.pidfd;
+	ck_assert_int_eq(thp_apply_ranges(r, 2, &o), -EPERM);
+	assert_detail("fail the call with errno 13 on madvise(MADV_HUGEPAGE)", NULL);
+	ck_assert_uint_eq(rep[0].bytes_advised, 2 * MiB);
+	ck_assert_int_eq(rep[0].error, 0);
+	ck_assert_uint_eq(rep[1].bytes_advised, 0);
+	ck_assert_int_eq(rep[1].error, EPERM);
+	ck_assert_uint_eq(rep[1].fail_addr, t.addr + 2 * MiB);
+	ck_assert(vma_hg(t.pid, t.addr));
+	assert_vma_unadvised(t.pid, t.addr + 2 * MiB, "second half");
+	ck_assert_int_eq(ask(&t, 'E'), 0);
+	finish_target(&t);
+}
+END_TEST
+
 /*
  * (d) A filter that traps madvise() made from the vDSO's first syscall
  * instruction, the one the backend uses, and from nowhere else: only the
  * exact instruction_pointer tells the injected call from the target's own.
  */
-static int trap_vdso_madvise(const void *arg)
+static int trap_vdso_madvise(const void *arg, void *region)
 {
 	const unsigned char *v = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)v;
@@ -285,6 +327,7 @@ static int trap_vdso_madvise(const void *arg)
 	struct sock_fprog prog;
 
 	(void)arg;
+	(void)region;
 	if (!v)
 		return -1;
 	/* The first 0f 05 of the first executable segment, where the backend looks. */
@@ -342,9 +385,10 @@ START_TEST(trap_on_instruction_pointer)
 }
 END_TEST
 
-static int enter_strict(const void *arg)
+static int enter_strict(const void *arg, void *region)
 {
 	(void)arg;
+	(void)region;
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT, 0, 0, 0);
 }
 
@@ -445,9 +489,10 @@ START_TEST(filter_unreadable_without_sys_admin)
 }
 END_TEST
 
-static int become_nobody(const void *arg)
+static int become_nobody(const void *arg, void *region)
 {
 	(void)arg;
+	(void)region;
 	if (setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY))
 		return -1;
 	return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -482,9 +527,10 @@ START_TEST(not_dumpable_refused)
 }
 END_TEST
 
-static int become_other_user(const void *arg)
+static int become_other_user(const void *arg, void *region)
 {
 	(void)arg;
+	(void)region;
 	if (setresgid(NOBODY - 1, NOBODY - 1, NOBODY - 1) ||
 	    setresuid(NOBODY - 1, NOBODY - 1, NOBODY - 1))
 		return -1;
@@ -521,6 +567,7 @@ static Suite *inject_safety_suite(void)
 	tcase_add_test(tc, kill_on_set_thp_disable_refused);
 	tcase_add_test(tc, kill_on_prctl_madvise_allowed);
 	tcase_add_test(tc, errno_on_hugepage_argument);
+	tcase_add_test(tc, second_range_refused);
 	tcase_add_test(tc, trap_on_instruction_pointer);
 	tcase_add_test(tc, strict_mode_refused);
 	tcase_add_test(tc, filter_unreadable_without_sys_admin);
