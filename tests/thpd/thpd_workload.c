@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * A process for thpd to find: N MiB of touched private anonymous memory in
- * one 2 MiB-aligned mapping (not advised), then commands on stdin:
+ * one 2 MiB-aligned mapping (not advised), optionally M more one-page
+ * mappings (alternating protections, so that they stay apart), then
+ * commands on stdin:
  * "check" (contents unchanged?), "prctl" (PR_GET_THP_DISABLE), "where".
  */
 #define _GNU_SOURCE
@@ -18,6 +20,7 @@ int main(int argc, char **argv)
 {
 	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 0;
 	size_t len = mib << 20;
+	size_t nmaps = argc > 2 ? strtoul(argv[2], NULL, 10) : 0;
 	char line[64];
 	uint64_t *p = NULL;
 	uint8_t *raw;
@@ -35,6 +38,17 @@ int main(int argc, char **argv)
 		munmap((uint8_t *)p + len, (size_t)(raw + len + EXTENT - (uint8_t *)p - len));
 		for (size_t i = 0; i < len / 8; i += 512)
 			p[i] = i * 2654435761u + 1;
+	}
+	for (size_t i = 0; i < nmaps; i++) {
+		char *m = mmap(NULL, 4096, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED) {
+			perror("mmap");
+			return 1;
+		}
+		if (i % 2 == 0)
+			m[0] = 1;
 	}
 	printf("ready %p %zu\n", (void *)p, len);
 	fflush(stdout);

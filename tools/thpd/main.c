@@ -181,7 +181,9 @@ static int run(const struct opts *o)
 
 			last_pass = now;
 			thpd_pass(&st);
-			next_pass = now + st.cfg.interval_ms * 1000000ULL;
+			/* A catch-up pass is timed from this one's end: its
+			 * wait is what the CPU budget needs to earn. */
+			next_pass = (st.work_left ? thpd_mono_ns() : now) + thpd_next_pass_ns(&st);
 			if (mf && (r = thpd_metrics_write_file(&st, mf)) < 0)
 				thpd_log(LOG_WARNING, "metrics file %s: %s", mf, strerror(-r));
 			status_line(&st, !ready);

@@ -28,6 +28,7 @@
 #define EXTENT (2ULL << 20)
 #define FAILURES_CAP 32
 #define MAX_BACKOFF 64
+#define CATCHUP_GAP_NS (50ULL * 1000000ULL)
 
 const int thpd_errnos[THPD_NERRNO - 1] = { EAGAIN, EBUSY, ENOMEM, EINVAL, EPERM };
 
@@ -387,13 +388,17 @@ static int by_gain(const void *a, const void *b)
 static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rule *r)
 {
 	struct thp_report fail[FAILURES_CAP];
-	uint64_t budget_ns = (uint64_t)(st->bucket_s * 1e9);
 	uint64_t c0 = thpd_cpu_ns();
 	uint64_t reported = 0;
 	int ret;
 
+	/* thp_collapse() counts its time budget from its start, which reads
+	 * smaps and pagemap first: on a large process that alone can take the
+	 * whole max_ms_per_pass.  The budget is for collapsing, so the reading
+	 * time of the last pass that collapsed nothing is added to it.  The
+	 * CPU bucket may go into debt by one call; the next pass waits for it. */
 	THP_OPTS(thp_collapse_opts, o, .pidfd = p->pidfd, .budget_bytes = r->max_bytes,
-		 .budget_ns = budget_ns < r->max_ns ? budget_ns : r->max_ns, .failures = fail,
+		 .budget_ns = p->overhead_ns + r->max_ns, .failures = fail,
 		 .failures_cap = FAILURES_CAP);
 	ret = thp_collapse(&o);
 	c0 = thpd_cpu_ns() - c0;
@@ -413,6 +418,14 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 		p->skipped = true;
 		return;
 	}
+	if (st->verbose)
+		thpd_log(LOG_DEBUG, "process %d (%s): %llu extents collapsed, %llu failed, %llu over budget, "
+			 "%.1f ms, %.1f ms CPU", (int)p->pid, p->comm,
+			 (unsigned long long)o.extents_collapsed, (unsigned long long)o.extents_failed,
+			 (unsigned long long)o.extents_over_budget, (double)o.elapsed_ns / 1e6,
+			 (double)c0 / 1e6);
+	if (!o.extents_collapsed && o.extents_over_budget)
+		p->overhead_ns = o.elapsed_ns < 1000000000ULL ? o.elapsed_ns : 1000000000ULL;
 	r->stats.collapses += o.extents_collapsed;
 	p->collapses += o.extents_collapsed;
 	for (uint64_t i = 0; i < o.failures_needed && i < FAILURES_CAP; i++, reported++)
@@ -420,6 +433,7 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 	if (o.extents_failed > reported)
 		r->stats.failures[THPD_NERRNO - 1] += o.extents_failed - reported;
 	r->over_budget += o.extents_over_budget * EXTENT;
+	st->work_left += o.extents_over_budget * EXTENT;
 	p->huge = o.anon_huge_after;
 	if (o.extents_collapsed) {
 		st->catchup = true;
@@ -432,6 +446,37 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 	}
 	if (o.extents_over_budget)
 		st->catchup = true;
+}
+
+/* The largest bucket: the catch-up share of one interval, or of a second
+ * when the interval is shorter (a pass over a large process reads for
+ * longer than a short interval's share). */
+static double bucket_max(const struct thpd_state *st)
+{
+	double s = (double)st->cfg.interval_ms / 1000.0;
+
+	return st->cfg.catchup_budget * (s > 1.0 ? s : 1.0);
+}
+
+/* Collapses start only with half the bucket earned: a pass's own reading
+ * costs CPU too, and a bucket kept near zero would pay for that alone. */
+static double spend_threshold(const struct thpd_state *st)
+{
+	return bucket_max(st) / 2;
+}
+
+uint64_t thpd_next_pass_ns(const struct thpd_state *st)
+{
+	uint64_t interval = st->cfg.interval_ms * 1000000ULL, soon = CATCHUP_GAP_NS;
+
+	/* Memory left over budget: the next pass comes as soon as the CPU
+	 * budget has earned time again, not an interval later, so that the
+	 * per-process budgets bound each pass, not the catch-up's speed. */
+	if (!st->work_left)
+		return interval;
+	if (st->bucket_s < spend_threshold(st))
+		soon += (uint64_t)((spend_threshold(st) - st->bucket_s) / st->cfg.catchup_budget * 1e9);
+	return soon < interval ? soon : interval;
 }
 
 void thpd_pass(struct thpd_state *st)
@@ -450,7 +495,7 @@ void thpd_pass(struct thpd_state *st)
 	rate = st->catchup ? st->cfg.catchup_budget : st->cfg.cpu_budget;
 	st->bucket_s += rate * (double)(wall - st->last_wall_ns) / 1e9;
 	st->bucket_s -= (double)(cpu - st->last_cpu_ns) / 1e9;
-	maxb = st->cfg.catchup_budget * (double)st->cfg.interval_ms / 1000.0;
+	maxb = bucket_max(st);
 	if (st->passes == 0)
 		st->bucket_s = maxb;
 	if (st->bucket_s > maxb)
@@ -459,6 +504,7 @@ void thpd_pass(struct thpd_state *st)
 		st->bucket_s = -1.0;
 	st->catchup = false;
 	st->pass_collapse_ns = 0;
+	st->work_left = 0;
 
 	for (size_t i = 0; i < st->nhash; i++)
 		for (struct thpd_proc *p = st->hash[i]; p; p = p->next)
@@ -509,12 +555,16 @@ void thpd_pass(struct thpd_state *st)
 		}
 	}
 	qsort(cand, ncand, sizeof(*cand), by_gain);
+	if (st->verbose && ncand)
+		thpd_log(LOG_DEBUG, "pass %llu: %zu processes to collapse, budget %.1f ms CPU",
+			 (unsigned long long)st->passes, ncand, st->bucket_s * 1e3);
 	for (size_t i = 0; i < ncand; i++) {
 		struct thpd_proc *p = cand[i];
 		struct thpd_rule *r = &st->cfg.rules[p->rule];
 
-		if (st->bucket_s <= 0) {
+		if (st->bucket_s <= 0 || (i == 0 && st->bucket_s < spend_threshold(st))) {
 			r->over_budget += p->alignable - p->huge;
+			st->work_left += p->alignable - p->huge;
 			st->catchup = true;
 			continue;
 		}

@@ -113,6 +113,7 @@ struct thpd_proc {
 	uint64_t collapses;
 	uint64_t next_try;              /* pass number before which no collapse is tried */
 	unsigned backoff;
+	uint64_t overhead_ns;           /* a pass's time before its first collapse (smaps, pagemap) */
 	struct thpd_proc *next;         /* hash chain */
 };
 
@@ -127,6 +128,7 @@ struct thpd_state {
 	uint64_t last_cpu_ns, last_wall_ns;
 	bool catchup;
 	bool early;             /* a pass is wanted before the interval is over */
+	uint64_t work_left;     /* collapsible bytes the last pass left for lack of budget */
 	uint64_t pass_collapse_ns;
 	bool verbose;
 	struct thpd_scan *scan;
@@ -137,6 +139,8 @@ void thpd_state_free(struct thpd_state *st);
 /* New rules: processes are matched again, counters are carried by rule name. */
 void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c);
 void thpd_pass(struct thpd_state *st);
+/* When the next pass is due after one that just ended, in ns from now. */
+uint64_t thpd_next_pass_ns(const struct thpd_state *st);
 void thpd_forget(struct thpd_state *st, pid_t pid);
 /* Match one process now (an exec event); sets st->early when a rule acts on it. */
 void thpd_consider(struct thpd_state *st, pid_t pid);
