@@ -28,6 +28,7 @@
 #define EXTENT (2ULL << 20)
 #define FAILURES_CAP 32
 #define MAX_BACKOFF 64
+#define MAX_MEASURE_GAP 8
 #define CATCHUP_GAP_NS (50ULL * 1000000ULL)
 
 const int thpd_errnos[THPD_NERRNO - 1] = { EAGAIN, EBUSY, ENOMEM, EINVAL, EPERM };
@@ -87,6 +88,7 @@ void thpd_state_init(struct thpd_state *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->nhash = 1024;
+	st->self = getpid();
 	st->hash = calloc(st->nhash, sizeof(*st->hash));
 	st->last_cpu_ns = thpd_cpu_ns();
 	st->last_wall_ns = thpd_mono_ns();
@@ -152,6 +154,8 @@ void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c)
 				if (!strcmp(c->rules[k].name, old))
 					keep = (int)k;
 			p->rule = keep;
+			/* The new rules may match on what was not read (user). */
+			p->stale = true;
 		}
 	}
 	thpd_config_free(&st->cfg);
@@ -238,55 +242,75 @@ static void visit(void *arg, pid_t pid)
 {
 	struct thpd_state *st = ((struct scan_arg *)arg)->st;
 	struct thpd_proc **pp, *p;
-	struct thpd_ident id;
 	uint64_t start;
 	char comm[32];
-	int rule;
+	int rule, r;
 
-	if (pid == getpid())
-		return;
-	if (thpd_proc_stat(pid, comm, sizeof(comm), &start) < 0)
+	if (pid == st->self)
 		return;
 	pp = slot_of(st, pid);
 	p = *pp;
-	if (p && p->starttime != start) {
-		/* The PID was reused: a new process, nothing of the old one carries over. */
-		forget_proc(st, p);
-		p = NULL;
-		pp = slot_of(st, pid);
-	}
-	if (thpd_ident_read(pid, &st->cfg, &id) != 0) {
-		if (p)
-			forget_proc(st, p);
-		return;
-	}
-	rule = thpd_rules_match(&st->cfg, &id);
-	if (rule < 0) {
-		if (p)
-			forget_proc(st, p);
-		return;
-	}
-	if (!p) {
-		p = calloc(1, sizeof(*p));
-		if (!p)
-			return;
-		p->pid = pid;
-		p->starttime = start;
-		p->pidfd = open_pidfd(pid);
-		p->rule = -1;
-		p->next_try = 0;
-		p->backoff = 1;
-		if (p->pidfd < 0) {
-			free(p);
+	if (p && st->trust_cache && !p->stale) {
+		/* The connector reports every exec and exit: a known PID is the
+		 * same process with the same executable; only its cgroup may
+		 * have changed. */
+		if (p->kthread) {
+			p->seen = true;
 			return;
 		}
-		*pp = p;
-		st->nprocs++;
-		if (st->verbose)
-			thpd_log(LOG_DEBUG, "process %d (%s) matches rule %s", (int)pid, comm,
-				 st->cfg.rules[rule].name);
+		if (st->cfg.uses_cgroup && thpd_ident_cgroup(pid, &p->id) < 0) {
+			forget_proc(st, p);
+			return;
+		}
+	} else {
+		if (thpd_proc_stat(pid, comm, sizeof(comm), &start) < 0) {
+			if (p)
+				forget_proc(st, p);
+			return;
+		}
+		if (p && p->starttime != start) {
+			/* The PID was reused: nothing of the old process carries over. */
+			forget_proc(st, p);
+			p = NULL;
+			pp = slot_of(st, pid);
+		}
+		if (!p) {
+			p = calloc(1, sizeof(*p));
+			if (!p)
+				return;
+			p->pid = pid;
+			p->starttime = start;
+			p->pidfd = -1;
+			p->rule = -1;
+			p->backoff = 1;
+			*pp = p;
+			st->nprocs++;
+		}
+		memcpy(p->comm, comm, sizeof(comm));
+		p->stale = false;
+		r = thpd_ident_read(pid, &st->cfg, &p->id);
+		if (r < 0) {
+			forget_proc(st, p);
+			return;
+		}
+		/* Kernel threads and zombies: no executable, never matched. */
+		p->kthread = r > 0;
 	}
-	memcpy(p->comm, comm, sizeof(comm));
+	p->seen = true;
+	rule = p->kthread ? -1 : thpd_rules_match(&st->cfg, &p->id);
+	if (rule >= 0 && p->pidfd < 0) {
+		p->pidfd = open_pidfd(pid);
+		if (p->pidfd < 0) {
+			forget_proc(st, p);
+			return;
+		}
+		if (st->verbose)
+			thpd_log(LOG_DEBUG, "process %d (%s) matches rule %s", (int)pid, p->comm,
+				 st->cfg.rules[rule].name);
+	} else if (rule < 0 && p->pidfd >= 0) {
+		close(p->pidfd);
+		p->pidfd = -1;
+	}
 	if (p->rule != rule) {
 		p->rule = rule;
 		p->inject_done = false;
@@ -295,16 +319,20 @@ static void visit(void *arg, pid_t pid)
 		p->next_try = 0;
 		p->anon_at_query = 0;
 		p->alignable = 0;
+		p->anon = p->huge = 0;
 		p->warned = false;
+		p->measure_gap = 1;
+		p->measure_next = 0;
 	}
-	p->seen = true;
 }
 
 void thpd_consider(struct thpd_state *st, pid_t pid)
 {
 	struct scan_arg arg = { st };
-	struct thpd_proc *p;
+	struct thpd_proc *p = *slot_of(st, pid);
 
+	if (p)
+		p->stale = true;  /* a new program: read everything again */
 	visit(&arg, pid);
 	p = *slot_of(st, pid);
 	if (p && p->rule >= 0 && st->cfg.rules[p->rule].policy != THPD_IGNORE)
@@ -334,12 +362,23 @@ static void check_skip(struct thpd_state *st, struct thpd_proc *p, const struct 
 	(void)st;
 }
 
-static void measure(struct thpd_proc *p)
+static void measure(struct thpd_state *st, struct thpd_proc *p)
 {
 	uint64_t anon, huge;
 
+	/* A process whose figures stand still is read less often, up to
+	 * every MAX_MEASURE_GAP passes: smaps_rollup walks its page tables. */
+	if (st->passes < p->measure_next)
+		return;
 	if (thpd_rollup(p->pid, &anon, &huge) < 0)
 		return;
+	if (anon == p->anon && huge == p->huge) {
+		if (p->measure_gap < MAX_MEASURE_GAP)
+			p->measure_gap *= 2;
+	} else {
+		p->measure_gap = 1;
+	}
+	p->measure_next = st->passes + p->measure_gap;
 	p->anon = anon;
 	p->huge = huge;
 	/* A full smaps read only when the anonymous memory moved. */
@@ -509,6 +548,8 @@ void thpd_pass(struct thpd_state *st)
 	for (size_t i = 0; i < st->nhash; i++)
 		for (struct thpd_proc *p = st->hash[i]; p; p = p->next)
 			p->seen = false;
+	st->trust_cache = thpd_scan_has_connector(st->scan) && !st->events_lost;
+	st->events_lost = false;
 	thpd_scan_proc(visit, &arg);
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
 		struct thpd_rule *r = &st->cfg.rules[i];
@@ -522,13 +563,15 @@ void thpd_pass(struct thpd_state *st)
 			struct thpd_proc *p = *pp;
 			struct thpd_rule *r;
 
-			if (!p->seen || p->rule < 0) {
+			if (!p->seen) {
 				*pp = p->next;
 				proc_free(p);
 				st->nprocs--;
 				continue;
 			}
 			pp = &p->next;
+			if (p->rule < 0)
+				continue;
 			r = &st->cfg.rules[p->rule];
 			if (r->policy == THPD_IGNORE)
 				continue;
@@ -538,7 +581,7 @@ void thpd_pass(struct thpd_state *st)
 					inject(p, r);
 				p->inject_done = true;
 			}
-			measure(p);
+			measure(st, p);
 			if (r->policy == THPD_HUGE && !p->skipped && p->next_try <= st->passes &&
 			    p->alignable >= p->huge + EXTENT) {
 				if (ncand == cap) {
@@ -571,10 +614,15 @@ void thpd_pass(struct thpd_state *st)
 		collapse(st, p, r);
 	}
 	free(cand);
+	st->nmatched = 0;
 	for (size_t i = 0; i < st->nhash; i++) {
 		for (struct thpd_proc *p = st->hash[i]; p; p = p->next) {
-			struct thpd_rule *r = &st->cfg.rules[p->rule];
+			struct thpd_rule *r;
 
+			if (p->rule < 0)
+				continue;
+			r = &st->cfg.rules[p->rule];
+			st->nmatched++;
 			r->processes++;
 			r->anon += p->anon;
 			r->huge += p->huge;

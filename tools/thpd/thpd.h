@@ -58,6 +58,7 @@ struct thpd_config {
 	struct thpd_rule *rules;
 	size_t nrules;
 	bool uses_user;        /* some rule matches by user */
+	bool uses_cgroup;      /* some rule matches by cgroup */
 };
 
 /* config.c */
@@ -79,6 +80,8 @@ struct thpd_ident {
 };
 /* Read what the rules need of PID; -1 when the process is gone. */
 int thpd_ident_read(pid_t pid, const struct thpd_config *c, struct thpd_ident *id);
+/* Read the cgroup again only; -1 when the process is gone. */
+int thpd_ident_cgroup(pid_t pid, struct thpd_ident *id);
 /* Index of the first matching rule, or -1. */
 int thpd_rules_match(const struct thpd_config *c, const struct thpd_ident *id);
 
@@ -108,6 +111,11 @@ struct thpd_proc {
 	bool skipped;      /* setuid or own never/nohuge policy: left alone */
 	bool seen;         /* in /proc during this pass */
 	bool warned;       /* huge memory under never/nohuge was logged */
+	bool stale;        /* exec'd since read: read everything again */
+	bool kthread;      /* no executable: never matched */
+	struct thpd_ident id;           /* what the rules match, cached */
+	uint64_t measure_next;          /* pass number of the next smaps_rollup read */
+	unsigned measure_gap;
 	uint64_t anon, huge, alignable; /* last measured */
 	uint64_t anon_at_query;         /* anon when alignable was read */
 	uint64_t collapses;
@@ -121,7 +129,11 @@ struct thpd_state {
 	struct thpd_config cfg;
 	struct thpd_proc **hash;
 	size_t nhash;
-	size_t nprocs;
+	pid_t self;
+	size_t nprocs;          /* entries: every process seen */
+	size_t nmatched;        /* of them, matched by a rule */
+	bool trust_cache;       /* the connector vouches for known PIDs this pass */
+	bool events_lost;       /* the connector dropped events: read everything */
 	uint64_t passes;
 	double last_pass_s;
 	double bucket_s;        /* CPU seconds the collapse work may still use */
