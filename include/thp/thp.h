@@ -634,15 +634,45 @@ struct thp_collapse_opts {
 	uint32_t thp_disabled;       /**< Out: 1: THP is disabled for the process; nothing was touched. */
 	uint32_t reserved1;          /**< Zero. */
 	uint64_t elapsed_ns;         /**< Out: time the pass took. */
+	/* Since 0.2 (THP_COLLAPSE_OPTS_SIZE_VER1): large folios smaller than the PMD size. */
+	/**
+	 * Out: extents left alone because every resident page of theirs is in
+	 * large folios smaller than the PMD size while the PMD size is set to
+	 * never (MADV_COLLAPSE would make a PMD-size folio all the same).
+	 */
+	uint64_t extents_small_folios;
+	/**
+	 * Out: of the extents the pass looked at (whole, resident, not
+	 * PMD-mapped), the anonymous bytes in large folios smaller than the
+	 * PMD size before the pass; 0 when folio_source is none.
+	 */
+	uint64_t small_folio_bytes_before;
+	/** Out: small_folio_bytes_before less the part the collapsed extents held. */
+	uint64_t small_folio_bytes_after;
+	uint32_t folio_source;       /**< Out: enum thp_folio_source of the two figures above. */
+	uint32_t reserved2;          /**< Zero. */
 };
 /** Size of the first published struct thp_collapse_opts. */
 #define THP_COLLAPSE_OPTS_SIZE_VER0 168
+/** Size of struct thp_collapse_opts with the small-folio figures (0.2). */
+#define THP_COLLAPSE_OPTS_SIZE_VER1 200
 
 /**
  * One collapse pass over a process: what khugepaged does, driven from user
  * space through process_madvise(MADV_COLLAPSE), one 2 MiB extent at a time
  * (over a whole mapping the kernel stops at the first extent it cannot
  * collapse).
+ *
+ * MADV_COLLAPSE makes PMD-size folios only, whatever the per-size
+ * settings say.  An extent held in smaller large folios (64 KiB, say) is
+ * collapsed into one PMD-size folio like one in base pages, unless the PMD
+ * size is set to never (per-size controls, 6.8+): then it is left alone
+ * and counted in extents_small_folios, so that the pass does not override
+ * that setting where the memory already has the large folios the policy
+ * gets.  That needs the folio sizes (CAP_SYS_ADMIN, /proc/kpageflags);
+ * without them folio_source is none and such extents are collapsed as
+ * before.  small_folio_bytes_before / _after count memory in smaller
+ * large folios as such.
  *
  * Only private anonymous mappings ("", [heap], [stack], [anon:NAME]) that
  * are not advised nohuge are touched, and nothing at all when THP is
@@ -754,7 +784,9 @@ THP_ASSERT_LAYOUT_(sizeof(struct thp_query_opts) == THP_QUERY_OPTS_SIZE_VER2 &&
 		   offsetof(struct thp_query_opts, states) == 32 &&
 		   offsetof(struct thp_query_opts, states_cap) == 40 &&
 		   offsetof(struct thp_query_opts, states_needed) == 48, "struct thp_query_opts layout");
-THP_ASSERT_LAYOUT_(sizeof(struct thp_collapse_opts) == THP_COLLAPSE_OPTS_SIZE_VER0 &&
+THP_ASSERT_LAYOUT_(sizeof(struct thp_collapse_opts) == THP_COLLAPSE_OPTS_SIZE_VER1 &&
+		   offsetof(struct thp_collapse_opts, extents_small_folios) ==
+			   THP_COLLAPSE_OPTS_SIZE_VER0 &&
 		   offsetof(struct thp_collapse_opts, budget_bytes) == 24 &&
 		   offsetof(struct thp_collapse_opts, failures) == 40 &&
 		   offsetof(struct thp_collapse_opts, failures_cap) == 48 &&
