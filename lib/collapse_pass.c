@@ -357,11 +357,13 @@ static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 				p->small_before += small * p->page;
 				p->small_before_extent = small * p->page;
 				/*
-				 * All in the large folios the policy gets, and
+				 * Large folios the policy gets are there, and
 				 * the PMD size is never: collapsing would only
-				 * override that.
+				 * override that.  Not "all pages": one fault
+				 * that fell back to base pages is enough to
+				 * make an extent mixed.
 				 */
-				if (p->pmd_never && small && small == present) {
+				if (p->pmd_never && small) {
 					if (OPTS_HAS(o, extents_small_folios))
 						o->extents_small_folios++;
 					continue;

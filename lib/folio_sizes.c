@@ -121,18 +121,19 @@ static void count_pages(struct folio_counts *c, uint64_t folio_pages, uint64_t p
  * most PMD-size, so the head of a run's first page is within pmd_pages
  * frames before it and the end of its last folio within pmd_pages after:
  * those frames are read only when the run starts on a tail or ends inside
- * a folio, one pread() each.
+ * a folio, one pread() each.  The first read takes one frame past the run,
+ * which tells whether its last folio goes on.
  */
 static int scan_run(struct folio_scan *fs, uint64_t pfn, size_t n, struct folio_counts *c)
 {
 	const uint64_t P = fs->pmd_pages;
 	uint64_t *f = fs->flags + P; /* f[0] is @pfn's flags; f[-P..-1], f[n..n+P) extra */
-	int64_t lo = 0, hi = (int64_t)n; /* the frames read: f[lo..hi) */
+	int64_t lo = 0, hi = (int64_t)n + 1; /* the frames read: f[lo..hi) */
 	bool read_before = false, read_after = false;
 	size_t i = 0;
 	int err;
 
-	err = read_kpf(fs, pfn, n, f);
+	err = read_kpf(fs, pfn, n + 1, f);
 	if (err)
 		return err;
 	while (i < n) {
@@ -179,14 +180,15 @@ static int scan_run(struct folio_scan *fs, uint64_t pfn, size_t n, struct folio_
 				break;
 			read_after = true;
 			{
-				uint64_t last = pfn + n, fwd = (P - last % P) % P;
+				/* f[n] is a tail too: the rest, up to the PMD boundary. */
+				uint64_t last = pfn + n + 1, fwd = (P - last % P) % P;
 
 				if (!fwd)
 					break;
-				err = read_kpf(fs, last, (size_t)fwd, f + n);
+				err = read_kpf(fs, last, (size_t)fwd, f + n + 1);
 				if (err)
 					return err;
-				hi = (int64_t)(n + fwd);
+				hi = (int64_t)(n + 1 + fwd);
 			}
 		}
 		{

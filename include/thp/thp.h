@@ -636,9 +636,9 @@ struct thp_collapse_opts {
 	uint64_t elapsed_ns;         /**< Out: time the pass took. */
 	/* Since 0.2 (THP_COLLAPSE_OPTS_SIZE_VER1): large folios smaller than the PMD size. */
 	/**
-	 * Out: extents left alone because every resident page of theirs is in
-	 * large folios smaller than the PMD size while the PMD size is set to
-	 * never (MADV_COLLAPSE would make a PMD-size folio all the same).
+	 * Out: extents left alone because they hold large folios smaller than
+	 * the PMD size while the PMD size is set to never (MADV_COLLAPSE would
+	 * make a PMD-size folio all the same).
 	 */
 	uint64_t extents_small_folios;
 	/**
@@ -664,12 +664,12 @@ struct thp_collapse_opts {
  * collapse).
  *
  * MADV_COLLAPSE makes PMD-size folios only, whatever the per-size
- * settings say.  An extent held in smaller large folios (64 KiB, say) is
+ * settings say.  An extent holding smaller large folios (64 KiB, say) is
  * collapsed into one PMD-size folio like one in base pages, unless the PMD
  * size is set to never (per-size controls, 6.8+): then it is left alone
  * and counted in extents_small_folios, so that the pass does not override
  * that setting where the memory already has the large folios the policy
- * gets.  That needs the folio sizes (CAP_SYS_ADMIN, /proc/kpageflags);
+ * gets.  Extents of base pages only are collapsed as before.  That needs the folio sizes (CAP_SYS_ADMIN, /proc/kpageflags);
  * without them folio_source is none and such extents are collapsed as
  * before.  small_folio_bytes_before / _after count memory in smaller
  * large folios as such.

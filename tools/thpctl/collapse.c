@@ -101,7 +101,7 @@ void collapse_print_text(FILE *f, pid_t pid, const struct thp_collapse_opts *o,
 	/* MADV_COLLAPSE makes PMD-size folios only: say what the smaller ones held. */
 	if (o->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS)
 		fprintf(f, "  smaller large folios (MADV_COLLAPSE makes PMD-size ones only): %llu -> "
-			"%llu kB; %llu extents left in them, the PMD size being set to never\n",
+			"%llu kB; %llu extents left in them because the PMD size is set to never\n",
 			kib(o->small_folio_bytes_before), kib(o->small_folio_bytes_after),
 			(unsigned long long)o->extents_small_folios);
 	else
