@@ -227,6 +227,52 @@ START_TEST(sizes_not_asked)
 }
 END_TEST
 
+/*
+ * thp_collapse() counts smaller large folios as such: on this host (only
+ * 2 MiB enabled) an extent of base pages is collapsed, none is kept for
+ * small folios, and a caller with VER0's size gets nothing past it.
+ */
+START_TEST(collapse_small_folio_fields)
+{
+	char *p = map_aligned(8, 0);
+	struct {
+		struct thp_collapse_opts o;
+		unsigned char canary[8];
+	} v0;
+	struct thp_collapse_opts o;
+	int r;
+
+	must_madvise(p, 8 * MIB, MADV_NOHUGEPAGE);
+	touch_range(p, 8 * MIB);
+	/* Base pages now, then allowed to be collapsed. */
+	must_madvise(p, 8 * MIB, MADV_HUGEPAGE);
+	memset(&o, 0, sizeof(o));
+	o.sz = sizeof(o);
+	o.pidfd = THP_SELF;
+	r = thp_collapse(&o);
+	ck_assert_msg(r >= 4, "thp_collapse: %d (%s)", r, thp_strerror_detail());
+	ck_assert_uint_eq(o.extents_small_folios, 0);
+	if (pfns_visible()) {
+		ck_assert_uint_eq(o.folio_source, THP_FOLIO_SOURCE_KPAGEFLAGS);
+		/* Sizes other than 2 MiB are never here: no smaller large folio. */
+		ck_assert_uint_eq(o.small_folio_bytes_before, 0);
+		ck_assert_uint_eq(o.small_folio_bytes_after, 0);
+	} else {
+		ck_assert_uint_eq(o.folio_source, THP_FOLIO_SOURCE_NONE);
+	}
+	ck_assert_uint_ge(vma_anon_huge(0, U(p)), 8 * MIB);
+
+	memset(&v0, 0xa5, sizeof(v0));
+	memset(&v0.o, 0, THP_COLLAPSE_OPTS_SIZE_VER0);
+	v0.o.sz = THP_COLLAPSE_OPTS_SIZE_VER0;
+	v0.o.pidfd = THP_SELF;
+	r = thp_collapse(&v0.o);
+	ck_assert_int_ge(r, 0);
+	for (size_t i = THP_COLLAPSE_OPTS_SIZE_VER0; i < sizeof(v0); i++)
+		ck_assert_msg(((unsigned char *)&v0)[i] == 0xa5, "byte %zu past VER0 written", i);
+}
+END_TEST
+
 static Suite *folio_sizes_suite(void)
 {
 	Suite *s = suite_create("folio_sizes");
@@ -238,6 +284,7 @@ static Suite *folio_sizes_suite(void)
 	tcase_add_test(tc, sizes_partial_folio);
 	tcase_add_test(tc, sizes_remote);
 	tcase_add_test(tc, sizes_not_asked);
+	tcase_add_test(tc, collapse_small_folio_fields);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
