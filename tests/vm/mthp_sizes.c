@@ -132,7 +132,7 @@ static void one_size(struct check *c, uint64_t size)
 	}
 	base = map_pmd_aligned(len);
 	if (!base) {
-		cfail(c, "mmap %zu MiB", len / MiB);
+		cfail(c, "mmap %zu MiB", (size_t)(len / MiB));
 		return;
 	}
 	madvise((void *)base, len, MADV_HUGEPAGE);
@@ -156,7 +156,7 @@ static void one_size(struct check *c, uint64_t size)
 	} else if (counted < len / 2) {
 		cfail(c, "%llu kB alone: only %llu kB faulted in at that size (of %zu MiB)",
 		      (unsigned long long)(size >> 10), (unsigned long long)(counted >> 10),
-		      len / MiB);
+		      (size_t)(len / MiB));
 	} else if (!within_2pct(lib, counted)) {
 		cfail(c, "%llu kB: thp_query %llu bytes, the kernel's counter %llu",
 		      (unsigned long long)(size >> 10), (unsigned long long)lib,
