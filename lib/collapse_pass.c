@@ -12,6 +12,9 @@
  * 3. process_madvise(MADV_COLLAPSE) per extent: over a longer range the
  *    kernel stops at the first extent it cannot collapse (an empty one is
  *    enough), so one call per extent is what makes the pass complete.
+ *    Where the caller can read folio sizes (kpageflags), each extent's
+ *    pages are counted by folio size first: memory in smaller large folios
+ *    is reported as such, and kept when the PMD size is set to never.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +25,7 @@
 
 #include "clock_ns.h"
 #include "compat.h"
+#include "folio_sizes.h"
 #include "internal.h"
 #include "syscall.h"
 
@@ -29,7 +33,7 @@
 #define PM_PFN_MASK ((1ULL << 55) - 1)
 #define SCAN_WINDOW 64 /* extents counted at a time (128 MiB) */
 
-_Static_assert(sizeof(struct thp_collapse_opts) == THP_COLLAPSE_OPTS_SIZE_VER0,
+_Static_assert(sizeof(struct thp_collapse_opts) == THP_COLLAPSE_OPTS_SIZE_VER1,
 	       "published size of struct thp_collapse_opts");
 
 /* The aligned part of an eligible mapping that holds non-huge anonymous memory. */
@@ -47,6 +51,13 @@ struct pass {
 	uint64_t t0;
 	struct span *spans;
 	size_t nr_spans, cap_spans;
+	struct folio_scan fs;
+	bool fs_open;    /* fs is open */
+	bool folios;     /* folio sizes are read */
+	bool pmd_never;  /* per-size controls say never for the PMD size */
+	unsigned int pmd_order;
+	uint64_t small_before, small_collapsed;
+	uint64_t small_before_extent; /* of the extent being collapsed */
 };
 
 /* The kernel's own threshold: khugepaged collapses with up to max_ptes_none empty. */
@@ -69,6 +80,10 @@ static int validate(struct thp_collapse_opts *o, uint32_t pages_per_pmd)
 
 	if (err)
 		return err;
+	if (OPTS_HAS(o, reserved2) && o->reserved2) {
+		report_set_detail("reserved fields must be zero");
+		return -EINVAL;
+	}
 	if (o->flags & ~(THP_COLLAPSE_F_PEER_ONLY | THP_COLLAPSE_F_CHECK_ONLY)) {
 		report_set_detail("unknown flags 0x%x",
 				  o->flags & ~(THP_COLLAPSE_F_PEER_ONLY | THP_COLLAPSE_F_CHECK_ONLY));
@@ -100,6 +115,11 @@ static void reset_results(struct thp_collapse_opts *o)
 	o->anon_bytes = o->anon_huge_before = o->anon_huge_after = 0;
 	o->thp_disabled = 0;
 	o->elapsed_ns = 0;
+	if (OPTS_HAS(o, reserved2)) {
+		o->extents_small_folios = 0;
+		o->small_folio_bytes_before = o->small_folio_bytes_after = 0;
+		o->folio_source = THP_FOLIO_SOURCE_NONE;
+	}
 }
 
 static int permission_error(const struct thp_target *t, const char *what)
@@ -314,9 +334,41 @@ static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 
 		if (!present)
 			continue; /* empty or huge already */
+		p->small_before_extent = 0;
 		if (present < p->min_present) {
 			o->extents_sparse++;
 			continue;
+		}
+		if (p->folios) {
+			struct folio_counts fc;
+			uint64_t small = 0;
+
+			memset(&fc, 0, sizeof(fc));
+			r = folio_scan_range(&p->fs, s, s + p->pmd, &fc);
+			if (r < 0)
+				return r;
+			if (r == 1) {
+				/* Frame numbers hidden after all: nothing is known. */
+				p->folios = false;
+				p->small_before = p->small_collapsed = 0;
+			} else {
+				for (unsigned int k = 1; k < p->pmd_order && k <= FOLIO_MAX_ORDER; k++)
+					small += fc.pages[k];
+				p->small_before += small * p->page;
+				p->small_before_extent = small * p->page;
+				/*
+				 * Large folios the policy gets are there, and
+				 * the PMD size is never: collapsing would only
+				 * override that.  Not "all pages": one fault
+				 * that fell back to base pages is enough to
+				 * make an extent mixed.
+				 */
+				if (p->pmd_never && small) {
+					if (OPTS_HAS(o, extents_small_folios))
+						o->extents_small_folios++;
+					continue;
+				}
+			}
 		}
 		if (over_budget(p)) {
 			o->extents_over_budget++;
@@ -326,6 +378,8 @@ static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 		if (n == (long)p->pmd) {
 			o->extents_collapsed++;
 			o->bytes_collapsed += p->pmd;
+			if (p->folios)
+				p->small_collapsed += p->small_before_extent;
 		} else if (n == -EPERM) {
 			return permission_error(p->t, "collapse the memory");
 		} else if (n == -ESRCH) {
@@ -337,6 +391,22 @@ static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 		}
 	}
 	return 0;
+}
+
+/* Folio sizes for the pass where the caller may read them; no error if not. */
+static void folios_open(struct pass *p)
+{
+	struct thp_probe_info pi;
+
+	caps_folio_sizes(&pi);
+	for (uint32_t i = 0; i < pi.nr_sizes && i < THP_PROBE_MAX_SIZES; i++)
+		if (pi.sizes[i].size == p->pmd)
+			p->pmd_never = pi.sizes_source == THP_SIZES_PER_SIZE &&
+				       pi.sizes[i].mode == THP_MODE_NEVER;
+	p->pmd_order = 0;
+	while ((p->page << p->pmd_order) < p->pmd)
+		p->pmd_order++;
+	p->folios = p->fs_open = folio_scan_open(&p->fs, p->t, (size_t)p->page, p->pmd) == 0;
 }
 
 static int run_pass(struct pass *p)
@@ -357,8 +427,13 @@ static int run_pass(struct pass *p)
 	if (r)
 		return r;
 	o->anon_huge_after = o->anon_huge_before;
-	if (!p->nr_spans)
+	if (OPTS_HAS(o, reserved2))
+		folios_open(p);
+	if (!p->nr_spans) {
+		if (p->folios)
+			o->folio_source = THP_FOLIO_SOURCE_KPAGEFLAGS;
 		return 0;
+	}
 	r = open_pagemap(p);
 	if (r)
 		return r;
@@ -372,6 +447,11 @@ static int run_pass(struct pass *p)
 		}
 	if (r)
 		return r;
+	if (p->folios) {
+		o->folio_source = THP_FOLIO_SOURCE_KPAGEFLAGS;
+		o->small_folio_bytes_before = p->small_before;
+		o->small_folio_bytes_after = p->small_before - p->small_collapsed;
+	}
 	if (o->extents_collapsed)
 		r = read_smaps(p, false, &o->anon_huge_after);
 	return r;
@@ -452,6 +532,8 @@ THP_API int thp_collapse(struct thp_collapse_opts *opts)
 out:
 	if (p.pagemap_fd >= 0)
 		sys_close(p.pagemap_fd);
+	if (p.fs_open)
+		folio_scan_close(&p.fs);
 	free(p.spans);
 	target_close(&t);
 	return ret_errno(err);

@@ -50,6 +50,8 @@ struct thp_caps {
 };
 
 const struct thp_caps *caps_get(void);
+/* thp_probe()'s mode, PMD size and folio sizes only, read now (thp_query()). */
+void caps_folio_sizes(struct thp_probe_info *info);
 /*
  * caps_get() with thp_disable* probed too.  The probe sets and restores
  * the process's PR_SET_THP_DISABLE state: only the default-policy calls

@@ -317,6 +317,19 @@ static void probe_sysfs_ver1(struct thp_probe_info *info, size_t page_size)
 	probe_sizes(info, page_size);
 }
 
+void caps_folio_sizes(struct thp_probe_info *info)
+{
+	const struct thp_caps *c = caps_get();
+
+	memset(info, 0, sizeof(*info));
+	info->sz = sizeof(*info);
+	info->thp_mode = caps_sysfs_mode();
+	info->pmd_size = c->pmd_size;
+	info->shmem_mode = sysfs_choice(SYSFS_THP "shmem_enabled", shmem_names,
+					ARRAY_LEN(shmem_names) - 1, THP_SHMEM_UNKNOWN);
+	probe_sizes(info, c->page_size);
+}
+
 THP_API int thp_probe(struct thp_probe_info *info)
 {
 	const struct thp_caps *c;

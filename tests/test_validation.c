@@ -383,8 +383,13 @@ START_TEST(query_rules)
 	}
 	memset(&b, 0, sizeof(b));
 	b.o.sz = sizeof(b.o);
-	b.o.flags = 1;
-	EXPECT_ERR(thp_query(&b.o), EINVAL, "query flags 1");
+	b.o.flags = 1u << 1;
+	EXPECT_ERR(thp_query(&b.o), EINVAL, "query flags 1<<1");
+	/* The folio sizes flag needs the VER2 fields to write them to. */
+	b.o.flags = THP_QUERY_F_FOLIO_SIZES;
+	b.o.sz = THP_QUERY_OPTS_SIZE_VER1;
+	EXPECT_ERR(thp_query(&b.o), EINVAL, "query F_FOLIO_SIZES at VER1");
+	b.o.sz = sizeof(b.o);
 	b.o.flags = 1u << 31;
 	EXPECT_ERR(thp_query(&b.o), EINVAL, "query flags 1<<31");
 	close(12345);

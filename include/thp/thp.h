@@ -475,11 +475,40 @@ struct thp_mapping_state {
 	char name[64];
 };
 
+/** thp_query_opts.folio_source values. */
+enum thp_folio_source {
+	/**
+	 * Not read: THP_QUERY_F_FOLIO_SIZES not given, or the caller cannot
+	 * see page frame numbers (pagemap shows them only to CAP_SYS_ADMIN,
+	 * and /proc/kpageflags is root's).  The byte figures are then 0: not
+	 * known, never estimated.
+	 */
+	THP_FOLIO_SOURCE_NONE = 0,
+	/** /proc/PID/pagemap for the frames, /proc/kpageflags for their folios. */
+	THP_FOLIO_SOURCE_KPAGEFLAGS = 1,
+};
+
+/** Anonymous bytes in folios of one size. */
+struct thp_folio_bytes {
+	uint64_t size;  /**< Folio size in bytes. */
+	uint64_t bytes; /**< Anonymous bytes mapped from folios of that size. */
+};
+
+/**
+ * One mapping's anonymous bytes by folio size (thp_query_opts.folios):
+ * bytes[i] is for the size thp_query_opts.sizes[i].size.
+ */
+struct thp_mapping_folios {
+	uint64_t base_bytes;                   /**< In base pages. */
+	uint64_t other_bytes;                  /**< In large folios of a size not listed. */
+	uint64_t bytes[THP_PROBE_MAX_SIZES];   /**< In folios of each listed size. */
+};
+
 /** Options for thp_query(). */
 struct thp_query_opts {
 	uint64_t sz;                      /**< sizeof(struct thp_query_opts) */
 	int32_t pidfd;                    /**< Target: THP_SELF or a pidfd. */
-	uint32_t flags;                   /**< Zero (no flags defined). */
+	uint32_t flags;                   /**< THP_QUERY_F_* flags. */
 	uint64_t addr;                    /**< Only mappings overlapping [addr, addr+len) ... */
 	uint64_t len;                     /**< ... when len != 0; all mappings when 0. */
 	/** Optional output array. */
@@ -496,18 +525,57 @@ struct thp_query_opts {
 	 * the process).  anon_huge_bytes / anon_alignable_bytes is the coverage.
 	 */
 	uint64_t anon_alignable_bytes;
+	/* Since 0.2 (THP_QUERY_OPTS_SIZE_VER2): bytes by folio size, with THP_QUERY_F_FOLIO_SIZES. */
+	uint32_t folio_source;            /**< Out: enum thp_folio_source: where the figures below come from. */
+	uint32_t nr_sizes;                /**< Out: entries of sizes[] filled (the sizes thp_probe() lists). */
+	/**
+	 * Optional output array, one entry per entry of states (states_cap
+	 * of them): the same figures for each mapping.
+	 */
+	THP_PTR64(struct thp_mapping_folios *, folios);
+	uint64_t anon_base_bytes;         /**< Out: anonymous bytes in base pages (order 0). */
+	uint64_t anon_other_bytes;        /**< Out: in large folios of a size sizes[] does not list. */
+	/**
+	 * Out: as anon_alignable_bytes, but in whole extents of the smallest
+	 * size a HUGE-advised mapping can get here (thp_size_info.huge_policy);
+	 * 0 when no size can.  The coverage of a HUGE policy is the bytes of
+	 * the huge_policy sizes over this.
+	 */
+	uint64_t anon_sized_alignable_bytes;
+	/** Out: anonymous bytes mapped in folios of each size, smallest first. */
+	struct thp_folio_bytes sizes[THP_PROBE_MAX_SIZES];
 };
 /** Size of the first published struct thp_query_opts. */
 #define THP_QUERY_OPTS_SIZE_VER0 56
 /** Size of struct thp_query_opts with the coverage totals (0.2). */
 #define THP_QUERY_OPTS_SIZE_VER1 80
+/** Size of struct thp_query_opts with the bytes by folio size (0.2). */
+#define THP_QUERY_OPTS_SIZE_VER2 376
+
+/**
+ * thp_query_opts.flags: fill the VER2 fields (bytes by folio size) from
+ * /proc/PID/pagemap and /proc/kpageflags.  Needs sz >= VER2.  Costs a
+ * pagemap read of every matching mapping that holds anonymous memory.
+ */
+#define THP_QUERY_F_FOLIO_SIZES (1u << 0)
 
 /**
  * Read per-mapping THP state (advised huge / nohuge, THPeligible,
  * AnonHugePages) from /proc/PID/smaps.
+ *
+ * AnonHugePages counts PMD-mapped memory only.  With
+ * THP_QUERY_F_FOLIO_SIZES the anonymous memory of the matching mappings
+ * is also counted by the size of the folio each page belongs to (every
+ * size thp_probe() lists: 64 KiB folios as well as 2 MiB ones), from
+ * /proc/PID/pagemap and /proc/kpageflags.  That needs CAP_SYS_ADMIN (page
+ * frame numbers) and read access to /proc/kpageflags; without them
+ * folio_source is THP_FOLIO_SOURCE_NONE and the figures are 0, and the call
+ * still succeeds.  Pages that are swapped out or not present are in no
+ * figure; a folio split while it is read may count at its old size.
  * @param opts Options and results.
  * @return Number of states written (min(states_needed, states_cap)), or a
- *         negative errno: -EBADF, -ESRCH (also when the target exits while
+ *         negative errno: -EINVAL bad flags (THP_QUERY_F_FOLIO_SIZES with sz
+ *         below VER2), -EBADF, -ESRCH (also when the target exits while
  *         smaps is read: never a shorter list), -ENOENT /proc not mounted.
  */
 THP_API int thp_query(struct thp_query_opts *opts);
@@ -566,15 +634,45 @@ struct thp_collapse_opts {
 	uint32_t thp_disabled;       /**< Out: 1: THP is disabled for the process; nothing was touched. */
 	uint32_t reserved1;          /**< Zero. */
 	uint64_t elapsed_ns;         /**< Out: time the pass took. */
+	/* Since 0.2 (THP_COLLAPSE_OPTS_SIZE_VER1): large folios smaller than the PMD size. */
+	/**
+	 * Out: extents left alone because they hold large folios smaller than
+	 * the PMD size while the PMD size is set to never (MADV_COLLAPSE would
+	 * make a PMD-size folio all the same).
+	 */
+	uint64_t extents_small_folios;
+	/**
+	 * Out: of the extents the pass looked at (whole, resident, not
+	 * PMD-mapped), the anonymous bytes in large folios smaller than the
+	 * PMD size before the pass; 0 when folio_source is none.
+	 */
+	uint64_t small_folio_bytes_before;
+	/** Out: small_folio_bytes_before less the part the collapsed extents held. */
+	uint64_t small_folio_bytes_after;
+	uint32_t folio_source;       /**< Out: enum thp_folio_source of the two figures above. */
+	uint32_t reserved2;          /**< Zero. */
 };
 /** Size of the first published struct thp_collapse_opts. */
 #define THP_COLLAPSE_OPTS_SIZE_VER0 168
+/** Size of struct thp_collapse_opts with the small-folio figures (0.2). */
+#define THP_COLLAPSE_OPTS_SIZE_VER1 200
 
 /**
  * One collapse pass over a process: what khugepaged does, driven from user
  * space through process_madvise(MADV_COLLAPSE), one 2 MiB extent at a time
  * (over a whole mapping the kernel stops at the first extent it cannot
  * collapse).
+ *
+ * MADV_COLLAPSE makes PMD-size folios only, whatever the per-size
+ * settings say.  An extent holding smaller large folios (64 KiB, say) is
+ * collapsed into one PMD-size folio like one in base pages, unless the PMD
+ * size is set to never (per-size controls, 6.8+): then it is left alone
+ * and counted in extents_small_folios, so that the pass does not override
+ * that setting where the memory already has the large folios the policy
+ * gets.  Extents of base pages only are collapsed as before.  That needs the folio sizes (CAP_SYS_ADMIN, /proc/kpageflags);
+ * without them folio_source is none and such extents are collapsed as
+ * before.  small_folio_bytes_before / _after count memory in smaller
+ * large folios as such.
  *
  * Only private anonymous mappings ("", [heap], [stack], [anon:NAME]) that
  * are not advised nohuge are touched, and nothing at all when THP is
@@ -675,13 +773,20 @@ THP_ASSERT_LAYOUT_(sizeof(struct thp_mapping_state) == 104 &&
 		   offsetof(struct thp_mapping_state, reserved0) == 20 &&
 		   offsetof(struct thp_mapping_state, anon_huge_bytes) == 24 &&
 		   offsetof(struct thp_mapping_state, name) == 40, "struct thp_mapping_state layout");
-THP_ASSERT_LAYOUT_(sizeof(struct thp_query_opts) == THP_QUERY_OPTS_SIZE_VER1 &&
+THP_ASSERT_LAYOUT_(sizeof(struct thp_folio_bytes) == 16 &&
+		   sizeof(struct thp_mapping_folios) == 144, "struct thp_mapping_folios layout");
+THP_ASSERT_LAYOUT_(sizeof(struct thp_query_opts) == THP_QUERY_OPTS_SIZE_VER2 &&
+		   offsetof(struct thp_query_opts, folio_source) == THP_QUERY_OPTS_SIZE_VER1 &&
+		   offsetof(struct thp_query_opts, folios) == 88 &&
+		   offsetof(struct thp_query_opts, sizes) == 120 &&
 		   offsetof(struct thp_query_opts, anon_bytes) == THP_QUERY_OPTS_SIZE_VER0 &&
 		   offsetof(struct thp_query_opts, addr) == 16 &&
 		   offsetof(struct thp_query_opts, states) == 32 &&
 		   offsetof(struct thp_query_opts, states_cap) == 40 &&
 		   offsetof(struct thp_query_opts, states_needed) == 48, "struct thp_query_opts layout");
-THP_ASSERT_LAYOUT_(sizeof(struct thp_collapse_opts) == THP_COLLAPSE_OPTS_SIZE_VER0 &&
+THP_ASSERT_LAYOUT_(sizeof(struct thp_collapse_opts) == THP_COLLAPSE_OPTS_SIZE_VER1 &&
+		   offsetof(struct thp_collapse_opts, extents_small_folios) ==
+			   THP_COLLAPSE_OPTS_SIZE_VER0 &&
 		   offsetof(struct thp_collapse_opts, budget_bytes) == 24 &&
 		   offsetof(struct thp_collapse_opts, failures) == 40 &&
 		   offsetof(struct thp_collapse_opts, failures_cap) == 48 &&

@@ -419,6 +419,18 @@ END_TEST
 
 /* ---- status ------------------------------------------------------------ */
 
+/* CAP_SYS_ADMIN in CapEff (bit 21): pagemap shows frame numbers. */
+static bool cap_sys_admin(void)
+{
+	char buf[4096];
+	const char *p;
+
+	if (read_file("/proc/self/status", buf, sizeof(buf)) <= 0)
+		return false;
+	p = strstr(buf, "\nCapEff:");
+	return p && (strtoull(p + 8, NULL, 16) >> 21 & 1);
+}
+
 START_TEST(status_remote_text)
 {
 	struct vma_counts c;
@@ -446,6 +458,20 @@ START_TEST(status_remote_text)
 	line = strstr(r.out, FMT(want, "\n0x%llx-0x%llx ", (unsigned long long)t.nohuge,
 				 (unsigned long long)(t.nohuge + 4 * MiB)));
 	ck_assert_msg(line && strstr(line, " nohuge "), "nohuge row:\n%.2000s", r.out);
+	/* Folio sizes: the 12 MiB written sit in base pages; root sees the frames. */
+	line = strstr(r.out, "\nfolio sizes: source ");
+	ck_assert_msg(line, "no folio sizes line:\n%.2000s", r.out);
+	if (geteuid() == 0 && cap_sys_admin()) {
+		ck_assert_msg(!strncmp(line, "\nfolio sizes: source pagemap+kpageflags",
+				       strlen("\nfolio sizes: source pagemap+kpageflags")), "%.200s",
+			      line);
+		line = strstr(line, "\n  base ");
+		ck_assert_msg(line && sscanf(line, "\n  base %llu kB", &tm) == 1, "%.2000s", r.out);
+		ck_assert_uint_ge(tm, 12 * 1024);
+	} else {
+		ck_assert_msg(!strncmp(line, "\nfolio sizes: source none",
+						strlen("\nfolio sizes: source none")), "%.200s", line);
+	}
 	/* Awkward names are escaped, one row per mapping. */
 	ck_assert_msg(strstr(r.out, "/memfd:thpctl \"q\\\\t\\x09x"), "memfd name:\n%.2000s", r.out);
 	line = strstr(r.out, "\ntotals: ");

@@ -126,6 +126,11 @@ if [ -n "${THP_MODEL_VM_CASES:-}" ]; then
 	limit=$((90 + THP_MODEL_VM_CASES))
 	extra_args="thp_model_only thp_model_cases=$THP_MODEL_VM_CASES thp_model_first=${THP_MODEL_VM_FIRST:-1}"
 fi
+# THP_VM_ONLY=mthp: the folio-size check alone (tests/vm/mthp_sizes.c).
+if [ "${THP_VM_ONLY:-}" = mthp ]; then
+	log_name=$label.mthp-only # not a log tables.py reads
+	extra_args="thp_only=mthp"
+fi
 # A guest kernel that crashes before /init prints anything has run none of
 # our code: boot it again, at most twice, and say so.  So does an "Oops:
 # int3" in the kernel's own text: the Debian 7.2 kernel hit one in

@@ -123,6 +123,8 @@ void check_rfc_interfaces(void);           /* rfc_interfaces.c */
 void check_policy_sequences(void);         /* rfc_policy_sequences.c */
 /* thpctl_preload.c: thpctl and the preload, dynamically linked, from /vmtest.conf. */
 void check_thpctl(const char *thpctl, const char *preload, const char *child_report);
+/* mthp_sizes.c: bytes by folio size, each size alone; thpctl status / collapse */
+void check_mthp(const char *thpctl, const char *preload, const char *toucher);
 
 /* model_seeds.c: the host's thp_model with @cases cases from seed @first (NULL: 1),
  * then (unless @only) the seeds of divergences found in guests. */

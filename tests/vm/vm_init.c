@@ -39,6 +39,7 @@
 #define MAX_TESTS 24
 static char conf_buf[8192];
 static const char *conf_thpctl, *conf_preload, *conf_child_report, *conf_model;
+static const char *conf_toucher; /* mthp_toucher, for check_mthp() */
 static const char *host_tests[MAX_TESTS];
 static size_t nr_host_tests;
 
@@ -62,6 +63,8 @@ static void read_conf(void)
 			conf_child_report = v;
 		else if (!strcmp(line, "model"))
 			conf_model = v;
+		else if (!strcmp(line, "toucher"))
+			conf_toucher = v;
 		else if (!strcmp(line, "test") && nr_host_tests < MAX_TESTS)
 			host_tests[nr_host_tests++] = v;
 		else if (!strcmp(line, "test"))
@@ -219,6 +222,11 @@ int main(int argc, char **argv)
 			check_model(conf_model, has_cases ? cases : NULL, has_first ? first : NULL, true);
 			goto done;
 		}
+		/* The folio-size check alone (run_vm.sh, THP_VM_ONLY=mthp): for working on it. */
+		if (strstr(cmdline, "thp_only=mthp")) {
+			check_mthp(conf_thpctl, conf_preload, conf_toucher);
+			goto done;
+		}
 	}
 #endif
 	run_host_tests();
@@ -235,6 +243,7 @@ int main(int argc, char **argv)
 	       "part\n", 8 * sizeof(void *));
 #else
 	check_thpctl(conf_thpctl, conf_preload, conf_child_report);
+	check_mthp(conf_thpctl, conf_preload, conf_toucher);
 #endif
 	if (set_sysfs_mode(boot_mode))
 		fail("set_mode", "cannot restore the global THP mode");

@@ -98,6 +98,15 @@ void collapse_print_text(FILE *f, pid_t pid, const struct thp_collapse_opts *o,
 		(unsigned long long)o->extents_over_budget, (unsigned long long)o->extents_failed,
 		(unsigned long long)o->mappings_eligible, (unsigned long long)o->mappings_seen,
 		(unsigned long long)o->mappings_nohuge);
+	/* MADV_COLLAPSE makes PMD-size folios only: say what the smaller ones held. */
+	if (o->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS)
+		fprintf(f, "  smaller large folios (MADV_COLLAPSE makes PMD-size ones only): %llu -> "
+			"%llu kB; %llu extents left in them because the PMD size is set to never\n",
+			kib(o->small_folio_bytes_before), kib(o->small_folio_bytes_after),
+			(unsigned long long)o->extents_small_folios);
+	else
+		fprintf(f, "  smaller large folios: not visible (page frame numbers need "
+			"CAP_SYS_ADMIN); MADV_COLLAPSE makes PMD-size folios only\n");
 	for (size_t i = 0; i < o->failures_needed && i < COLLAPSE_FAILURES_CAP; i++) {
 		char line[256];
 
@@ -133,6 +142,17 @@ static int print_json(pid_t pid, int ret, const struct thp_collapse_opts *o,
 		json_u64(&j, "anon_huge_before", o->anon_huge_before);
 		json_u64(&j, "anon_huge_after", o->anon_huge_after);
 		json_u64(&j, "elapsed_ns", o->elapsed_ns);
+		json_string(&j, "folio_source", o->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS ?
+			    "pagemap+kpageflags" : "none");
+		if (o->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS) {
+			json_u64(&j, "small_folio_bytes_before", o->small_folio_bytes_before);
+			json_u64(&j, "small_folio_bytes_after", o->small_folio_bytes_after);
+			json_u64(&j, "extents_small_folios", o->extents_small_folios);
+		} else {
+			json_null(&j, "small_folio_bytes_before");
+			json_null(&j, "small_folio_bytes_after");
+			json_null(&j, "extents_small_folios");
+		}
 		json_begin_array(&j, "refused");
 		for (size_t i = 0; i < o->failures_needed && i < COLLAPSE_FAILURES_CAP; i++) {
 			json_begin_object(&j, NULL);
@@ -188,6 +208,9 @@ static int collapse_to_the_end(pid_t pid, int pidfd, const struct collapse_setti
 			o.bytes_collapsed = total.bytes_collapsed;
 			o.elapsed_ns = total.elapsed_ns;
 			o.anon_huge_before = before;
+			o.small_folio_bytes_before = total.small_folio_bytes_before;
+			if (total.folio_source != o.folio_source)
+				o.folio_source = THP_FOLIO_SOURCE_NONE;
 			total = o;
 		}
 		/* Done; or no progress; or only refusals (EAGAIN: no free huge page), retried twice. */

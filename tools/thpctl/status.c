@@ -33,6 +33,14 @@ struct status_data {
 	size_t nmaps;
 	/* Effective coverage, over all mappings (thp_query() totals). */
 	uint64_t anon, anon_huge, alignable;
+	/* Bytes by folio size (thp_query() VER2) and what the probe says of each size. */
+	struct thp_query_opts q;
+	struct thp_mapping_folios *folios; /* one per maps entry */
+	struct thp_probe_info pi;
+	bool pi_ok;
+	/* The coverage the policy's sizes give: every size it can get, not only the PMD one. */
+	uint64_t policy_bytes, policy_alignable;
+	bool sized; /* folio sizes known and some size a huge policy can get */
 };
 
 struct totals {
@@ -122,24 +130,101 @@ static unsigned int percent(uint64_t part, uint64_t whole)
  * huge is, and at least one huge page's worth could be.
  */
 #define LOW_COVERAGE_PERCENT 50
+/* Huge bytes and what could be huge: by the policy's sizes where known, else AnonHugePages. */
+static uint64_t cov_huge(const struct status_data *d)
+{
+	return d->sized ? d->policy_bytes : d->anon_huge;
+}
+
+static uint64_t cov_alignable(const struct status_data *d)
+{
+	return d->sized ? d->policy_alignable : d->alignable;
+}
+
 static bool low_coverage(const struct status_data *d)
 {
 	return d->policy_known && d->def.policy == THP_POLICY_HUGE &&
-	       d->alignable >= 2 * 1024 * 1024 &&
-	       percent(d->anon_huge, d->alignable) < LOW_COVERAGE_PERCENT;
+	       cov_alignable(d) >= 2 * 1024 * 1024 &&
+	       percent(cov_huge(d), cov_alignable(d)) < LOW_COVERAGE_PERCENT;
+}
+
+static const char *source_name(uint32_t source)
+{
+	return source == THP_FOLIO_SOURCE_KPAGEFLAGS ? "pagemap+kpageflags" : "none";
+}
+
+/* "64K", "2M": a folio size as the column headers and the JSON-free text show it. */
+static void size_label(uint64_t size, char *buf, size_t len)
+{
+	if (size >= (1u << 20) && !(size & ((1u << 20) - 1)))
+		snprintf(buf, len, "%lluM", (unsigned long long)(size >> 20));
+	else
+		snprintf(buf, len, "%lluK", (unsigned long long)(size >> 10));
+}
+
+/* Does a huge policy get folios of @size here (thp_probe())? */
+static bool size_policy(const struct status_data *d, uint64_t size)
+{
+	for (uint32_t i = 0; d->pi_ok && i < d->pi.nr_sizes && i < THP_PROBE_MAX_SIZES; i++)
+		if (d->pi.sizes[i].size == size)
+			return d->pi.sizes[i].huge_policy;
+	return false;
+}
+
+static void print_sizes(const struct status_data *d)
+{
+	char label[32];
+
+	if (d->q.folio_source != THP_FOLIO_SOURCE_KPAGEFLAGS) {
+		printf("folio sizes: source none (page frame numbers need CAP_SYS_ADMIN and "
+		       "/proc/kpageflags): only PMD-mapped memory (AnonHugePages) is counted\n");
+		return;
+	}
+	printf("folio sizes: source %s (anonymous memory; * = a huge policy gets this size here)\n",
+	       source_name(d->q.folio_source));
+	printf("  base %llu kB", (unsigned long long)(d->q.anon_base_bytes >> 10));
+	for (uint32_t i = 0; i < d->q.nr_sizes; i++) {
+		bool pol = size_policy(d, d->q.sizes[i].size);
+
+		if (!d->q.sizes[i].bytes && !pol)
+			continue;
+		size_label(d->q.sizes[i].size, label, sizeof(label));
+		printf(", %s%s %llu kB", label, pol ? "*" : "",
+		       (unsigned long long)(d->q.sizes[i].bytes >> 10));
+	}
+	if (d->q.anon_other_bytes)
+		printf(", other %llu kB", (unsigned long long)(d->q.anon_other_bytes >> 10));
+	putchar('\n');
 }
 
 static void print_coverage(const struct status_data *d)
 {
-	printf("coverage: %llu kB of %llu kB anonymous memory in huge pages (%u%%); "
-	       "%llu kB could be (%u%% of that is)\n",
-	       (unsigned long long)(d->anon_huge >> 10), (unsigned long long)(d->anon >> 10),
-	       percent(d->anon_huge, d->anon), (unsigned long long)(d->alignable >> 10),
-	       percent(d->anon_huge, d->alignable));
+	if (d->sized)
+		printf("coverage: %llu kB of %llu kB anonymous memory in folios of the sizes a huge "
+		       "policy gets (%u%%); %llu kB could be (%u%% of that is); "
+		       "PMD-mapped %llu kB\n",
+		       (unsigned long long)(d->policy_bytes >> 10), (unsigned long long)(d->anon >> 10),
+		       percent(d->policy_bytes, d->anon),
+		       (unsigned long long)(d->policy_alignable >> 10),
+		       percent(d->policy_bytes, d->policy_alignable),
+		       (unsigned long long)(d->anon_huge >> 10));
+	else
+		printf("coverage: %llu kB of %llu kB anonymous memory in huge pages (%u%%); "
+		       "%llu kB could be (%u%% of that is)\n",
+		       (unsigned long long)(d->anon_huge >> 10), (unsigned long long)(d->anon >> 10),
+		       percent(d->anon_huge, d->anon), (unsigned long long)(d->alignable >> 10),
+		       percent(d->anon_huge, d->alignable));
+	print_sizes(d);
 	if (low_coverage(d))
 		printf("warning: the policy is huge, but %s of the memory that could be huge is "
 		       "(\"thpctl collapse -p %d\" collapses it)\n",
-		       d->anon_huge ? "less than half" : "none", (int)d->pid);
+		       cov_huge(d) ? "less than half" : "none", (int)d->pid);
+}
+
+/* The sizes that get a column: those that hold memory in the process. */
+static bool size_column(const struct status_data *d, uint32_t i)
+{
+	return d->q.folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS && d->q.sizes[i].bytes;
 }
 
 static void print_text(const struct status_opts *o, const struct status_data *d)
@@ -160,8 +245,18 @@ static void print_text(const struct status_opts *o, const struct status_data *d)
 		printf("persistent: %s\n", persistent_text(d));
 	}
 	print_coverage(d);
-	printf("\n%-33s %10s %-6s %-8s %11s %10s %s\n", "RANGE", "SIZE_KB", "ADVICE",
-	       "ELIGIBLE", "ANONHUGE_KB", "RSS_KB", "NAME");
+	printf("\n%-33s %10s %-6s %-8s %11s %10s ", "RANGE", "SIZE_KB", "ADVICE",
+	       "ELIGIBLE", "ANONHUGE_KB", "RSS_KB");
+	for (uint32_t i = 0; i < d->q.nr_sizes; i++) {
+		char label[32];
+
+		if (!size_column(d, i))
+			continue;
+		size_label(d->q.sizes[i].size, label, sizeof(label) - 3);
+		strcat(label, "_KB");
+		printf("%10s ", label);
+	}
+	printf("NAME\n");
 	for (size_t i = 0; i < d->nmaps; i++) {
 		const struct thp_mapping_state *m = &d->maps[i];
 		char range[64];
@@ -176,6 +271,9 @@ static void print_text(const struct status_opts *o, const struct status_data *d)
 		       m->thp_eligible ? "yes" : "no",
 		       (unsigned long long)(m->anon_huge_bytes >> 10),
 		       (unsigned long long)(m->rss_bytes >> 10));
+		for (uint32_t k = 0; k < d->q.nr_sizes; k++)
+			if (size_column(d, k))
+				printf("%10llu ", (unsigned long long)(d->folios[i].bytes[k] >> 10));
 		print_name(m->name);
 		putchar('\n');
 	}
@@ -231,6 +329,36 @@ static int print_json(const struct status_opts *o, const struct status_data *d)
 	json_u64(&j, "huge_percent_of_anon", percent(d->anon_huge, d->anon));
 	json_u64(&j, "huge_percent_of_alignable", percent(d->anon_huge, d->alignable));
 	json_bool(&j, "low", low_coverage(d));
+	json_string(&j, "folio_source", source_name(d->q.folio_source));
+	if (d->q.folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS) {
+		json_u64(&j, "base_bytes", d->q.anon_base_bytes);
+		json_u64(&j, "other_bytes", d->q.anon_other_bytes);
+	} else {
+		json_null(&j, "base_bytes");
+		json_null(&j, "other_bytes");
+	}
+	json_begin_array(&j, "sizes");
+	for (uint32_t i = 0; i < d->q.nr_sizes; i++) {
+		json_begin_object(&j, NULL);
+		json_u64(&j, "size", d->q.sizes[i].size);
+		if (d->q.folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS)
+			json_u64(&j, "bytes", d->q.sizes[i].bytes);
+		else
+			json_null(&j, "bytes");
+		json_bool(&j, "huge_policy", size_policy(d, d->q.sizes[i].size));
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	if (d->sized) {
+		json_u64(&j, "policy_sizes_bytes", d->policy_bytes);
+		json_u64(&j, "policy_alignable_bytes", d->policy_alignable);
+		json_u64(&j, "policy_percent_of_alignable",
+			 percent(d->policy_bytes, d->policy_alignable));
+	} else {
+		json_null(&j, "policy_sizes_bytes");
+		json_null(&j, "policy_alignable_bytes");
+		json_null(&j, "policy_percent_of_alignable");
+	}
 	json_end_object(&j);
 
 	json_begin_object(&j, "filter");
@@ -256,6 +384,24 @@ static int print_json(const struct status_opts *o, const struct status_data *d)
 		json_bool(&j, "anonymous", m->anonymous);
 		json_u64(&j, "anon_huge_bytes", m->anon_huge_bytes);
 		json_u64(&j, "rss_bytes", m->rss_bytes);
+		if (d->q.folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS) {
+			json_begin_object(&j, "folios");
+			json_u64(&j, "base_bytes", d->folios[i].base_bytes);
+			json_u64(&j, "other_bytes", d->folios[i].other_bytes);
+			json_begin_array(&j, "sizes");
+			for (uint32_t k = 0; k < d->q.nr_sizes; k++) {
+				if (!d->folios[i].bytes[k])
+					continue;
+				json_begin_object(&j, NULL);
+				json_u64(&j, "size", d->q.sizes[k].size);
+				json_u64(&j, "bytes", d->folios[i].bytes[k]);
+				json_end_object(&j);
+			}
+			json_end_array(&j);
+			json_end_object(&j);
+		} else {
+			json_null(&j, "folios");
+		}
 		json_string(&j, "name", m->name);
 		json_end_object(&j);
 	}
@@ -303,10 +449,14 @@ static int gather(int pidfd, struct status_data *d)
 		d->policy_known = true;
 	}
 
+	d->pi.sz = sizeof(d->pi);
+	d->pi_ok = thp_probe(&d->pi) == 0;
 	/* The address space may grow between calls: retry with the new count. */
 	for (int tries = 0; tries < 16; tries++) {
-		THP_OPTS(thp_query_opts, q, .pidfd = pidfd, .states = d->maps, .states_cap = cap);
+		THP_OPTS(thp_query_opts, q, .pidfd = pidfd, .flags = THP_QUERY_F_FOLIO_SIZES,
+			 .states = d->maps, .states_cap = cap, .folios = d->folios);
 		struct thp_mapping_state *n;
+		struct thp_mapping_folios *f;
 
 		r = thp_query(&q);
 		if (r < 0) {
@@ -318,6 +468,15 @@ static int gather(int pidfd, struct status_data *d)
 			d->anon = q.anon_bytes;
 			d->anon_huge = q.anon_huge_bytes;
 			d->alignable = q.anon_alignable_bytes;
+			d->q = q;
+			d->policy_alignable = q.anon_sized_alignable_bytes;
+			for (uint32_t i = 0; i < q.nr_sizes; i++)
+				if (size_policy(d, q.sizes[i].size))
+					d->policy_bytes += q.sizes[i].bytes;
+			/* NEVER gets no size: its coverage is the plain AnonHugePages one. */
+			d->sized = q.folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS &&
+				   q.anon_sized_alignable_bytes &&
+				   !(d->policy_known && d->def.policy == THP_POLICY_NEVER);
 			return 0;
 		}
 		cap = q.states_needed + 16;
@@ -327,6 +486,12 @@ static int gather(int pidfd, struct status_data *d)
 			return -1;
 		}
 		d->maps = n;
+		f = realloc(d->folios, cap * sizeof(*f));
+		if (!f) {
+			thpctl_error("status: out of memory");
+			return -1;
+		}
+		d->folios = f;
 	}
 	thpctl_error("status: the mappings of process %d keep changing", (int)d->pid);
 	return -1;
@@ -393,6 +558,7 @@ int thpctl_cmd_status(int argc, char **argv)
 	status = thpctl_finish_output(status);
 out:
 	free(d.maps);
+	free(d.folios);
 	thpctl_close_target(pidfd);
 	return status;
 }
