@@ -163,6 +163,25 @@ static void *allocator(void *arg)
 	return NULL;
 }
 
+/*
+ * PR_GET_THP_DISABLE, and in bit 4 THPeligible of a fresh MADV_HUGEPAGE
+ * mapping: what the policy means for memory the process maps next.
+ */
+static int probe_self(void)
+{
+	int r = (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	/* Plain mmap(): the exec()ed probe runs outside a Check test (no ck_assert). */
+	char *m = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p = (char *)(((uintptr_t)m + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1));
+	struct smaps_info si;
+
+	if (m == MAP_FAILED || madvise(p, 2 * MiB, MADV_HUGEPAGE) ||
+	    smaps_lookup(0, (uintptr_t)p, &si))
+		return 0x40;
+	munmap(m, 4 * MiB);
+	return r | (si.thp_eligible == 1 ? 0x10 : 0) | (si.thp_eligible < 0 ? 0x40 : 0);
+}
+
 static int probe_thp_disable_exec(void)
 {
 	char *argv[] = { (char *)self_exe, (char *)PROBE_ARG, NULL };
@@ -184,7 +203,7 @@ static int probe_thp_disable_fork(void)
 	int st;
 
 	if (p == 0)
-		_exit((int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
+		_exit(probe_self());
 	if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st))
 		return -1;
 	return WEXITSTATUS(st);
@@ -230,8 +249,8 @@ static void child_main(struct child *c, enum wait_mode mode)
 			_exit(1);
 		}
 		if (cmd == 'P') {
-			int r[3] = { (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0),
-				     probe_thp_disable_fork(), probe_thp_disable_exec() };
+			int r[3] = { probe_self(), probe_thp_disable_fork(),
+				     probe_thp_disable_exec() };
 
 			if (write(c->res, r, sizeof(r)) != sizeof(r))
 				_exit(1);
@@ -282,17 +301,31 @@ static void bump_seq(struct child *c)
 	syscall(SYS_futex, &c->sh->seq, FUTEX_WAKE, 100, NULL, NULL, 0);
 }
 
-/* PR_GET_THP_DISABLE as the child, a child it forks and one it execs read it. */
+/* The global THP mode is "never": nothing is eligible. */
+static bool thp_mode_never(void)
+{
+	char buf[256];
+
+	return read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf)) > 0 &&
+	       strstr(buf, "[never]");
+}
+
+/*
+ * PR_GET_THP_DISABLE as the child, a child it forks and one it execs read
+ * it, and whether a fresh MADV_HUGEPAGE mapping of each is THPeligible
+ * (not under NEVER; under NOHUGE, PR_THP_DISABLE_EXCEPT_ADVISED, it is).
+ */
 static void child_probe(struct child *c, int want)
 {
+	int el = want == 1 || thp_mode_never() ? 0 : 0x10;
 	int r[3];
 
 	ck_assert(write(c->cmd, "P", 1) == 1);
 	bump_seq(c);
 	ck_assert(read(c->res, r, sizeof(r)) == sizeof(r));
-	ck_assert_msg(r[0] == want && r[1] == want && r[2] == want,
-		      "PR_GET_THP_DISABLE: child %d, its fork %d, its exec %d; want %d", r[0], r[1],
-		      r[2], want);
+	ck_assert_msg(r[0] == (want | el) && r[1] == (want | el) && r[2] == (want | el),
+		      "PR_GET_THP_DISABLE | THPeligible<<4 of a fresh advised mapping: child %#x, "
+		      "its fork %#x, its exec %#x; want %#x", r[0], r[1], r[2], want | el);
 }
 
 /* The child ends by itself, its self-checks clean. */
@@ -1048,9 +1081,9 @@ static Suite *inject_suite(void)
 
 int main(int argc, char **argv)
 {
-	/* The exec()ed grandchild of child_main(): report its own PR_GET_THP_DISABLE. */
+	/* The exec()ed grandchild of child_main(): report its own PR_GET_THP_DISABLE and more. */
 	if (argc == 2 && strcmp(argv[1], PROBE_ARG) == 0)
-		return (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+		return probe_self();
 	/* The exec()ed image of inject_exit_exec_mid_call's target: a moment, then gone. */
 	if (argc == 2 && strcmp(argv[1], EXIT_EXEC_ARG) == 0) {
 		usleep(2000);
