@@ -31,6 +31,8 @@
 #define REGION (4 * MiB)
 #define MAIN_SLEEP_NS (20 * 1000 * 1000L)
 #define READER_PAYLOAD "INJECTOK"
+/* In a 'P' command: the policy has not changed, its children need no new look. */
+#define CHILDREN_SKIP 0x100u
 
 /* What the target's main thread waits in while the guest injects. */
 enum main_wait { MW_READ, MW_NANOSLEEP, MW_FUTEX, MW_COUNT };
@@ -187,7 +189,7 @@ static void *allocator(void *arg)
  * waiter, reader, allocator), and a main thread that waits for each
  * command in read(), nanosleep() or FUTEX_WAIT in turn.  'P' + a policy:
  * reply with what it sees (check_children() for its forked and exec'd
- * children); 'Q': end its threads, reply, exit.
+ * children, unless CHILDREN_SKIP); 'Q': end its threads, reply, exit.
  */
 static void target_main(struct target *t, int rd)
 {
@@ -236,7 +238,8 @@ static void target_main(struct target *t, int rd)
 			_exit(1);
 		}
 		memset(&rep, 0, sizeof(rep));
-		if (cmd == 'P' && read(t->cmd, &policy, sizeof(policy)) == sizeof(policy)) {
+		if (cmd == 'P' && read(t->cmd, &policy, sizeof(policy)) == sizeof(policy) &&
+		    !(policy & CHILDREN_SKIP)) {
 			struct check c = { .name = "inject_policies" };
 
 			check_children(&c, "inject_policies: the target's children", policy, false,
@@ -458,7 +461,8 @@ static void inj_step_run(struct check *c, struct target *t, const struct inj_ste
 		cfail(c, "after %s under %s: the target's region has hg=%d nh=%d THPeligible=%d, "
 		      "expected %d %d %d", what, thp_policy_name(*policy), v.hg, v.nh, v.eligible,
 		      *adv == THP_ADVICE_HUGE, *adv == THP_ADVICE_NOHUGE, want_el);
-	if (target_cmd(t, 'P', *policy, &rep)) {
+	/* Advice changes no default: fork and exec (slow under TCG) after policy steps only. */
+	if (target_cmd(t, 'P', *policy | (s->advice ? CHILDREN_SKIP : 0), &rep)) {
 		cfail(c, "after %s: no reply from the target", what);
 		return;
 	}
