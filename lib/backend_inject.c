@@ -283,6 +283,17 @@ static int inject_stop(struct inject_session *s)
 	return 0;
 }
 
+/*
+ * The thread is still in the stop we put it in: not killed meanwhile (its
+ * process exiting, or another thread's exec() replacing its memory).
+ */
+static bool still_stopped(const struct inject_session *s)
+{
+	long v = 0;
+
+	return status_field(s->t->pid, s->tid, "\nState:", &v) == 0 && (v == 't' || v == 'T');
+}
+
 /* Where the thread's vDSO starts, from its auxiliary vector: 0 when it has none. */
 static int vdso_base(pid_t pid, pid_t tid, uint64_t *base)
 {
@@ -332,10 +343,8 @@ static int find_syscall_ip(struct inject_session *s)
 		return err;
 	if (!base || peek(s->tid, base, &eh, sizeof(eh)) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(ph)) {
-		long v = 0;
-
 		/* A thread killed meanwhile (its process exits or exec()s) has no vDSO left. */
-		if (status_field(s->t->pid, s->tid, "\nState:", &v) || v == 'Z' || v == 'X')
+		if (!still_stopped(s))
 			return -ESRCH;
 		report_set_detail("process %d has no vDSO: the inject backend finds its syscall "
 				  "instruction there and never writes the target's code",
@@ -367,6 +376,8 @@ static int find_syscall_ip(struct inject_session *s)
 			return err;
 	}
 	if (!s->syscall_ip) {
+		if (!still_stopped(s))
+			return -ESRCH;
 		report_set_detail("no syscall instruction in the vDSO of process %d", (int)s->tid);
 		return -EOPNOTSUPP;
 	}
