@@ -20,6 +20,7 @@
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "compat.h"
 #include "default.h"
@@ -48,6 +49,7 @@ struct inject_session {
 	struct user_regs_struct saved; /* what the thread resumes with */
 	bool seized;
 	bool stopped;
+	bool own_child;                /* the caller is its parent: never reap it */
 	unsigned int calls;            /* injected calls started: could any have run? */
 	bool filtered;                 /* seccomp filter mode: each call is vetted by sf */
 	struct sf_filters sf;
@@ -150,6 +152,54 @@ static int inject_precheck(const struct thp_target *t, pid_t pid, pid_t tid)
 }
 
 /*
+ * waitpid(tid, __WALL) for the tracee's next stop, as a status.  The
+ * caller's own child is waited for with __WCLONE instead: a tracee is
+ * seen whatever the flag, a plain child is not, so that its exit stays
+ * its parent's to collect (looked at with WNOWAIT, never reaped here) and
+ * a child we no longer trace (another thread exec()ed and took over the
+ * process) is ECHILD, not a wait for its new program to end.
+ * The tracee's pid, or -1 (gone or no longer ours).
+ */
+static pid_t trace_wait(struct inject_session *s, int *st)
+{
+	for (;;) {
+		siginfo_t si;
+		pid_t r;
+
+		if (!s->own_child) {
+			r = waitpid(s->tid, st, __WALL);
+			if (r < 0 && errno == EINTR)
+				continue;
+			return r;
+		}
+		si.si_pid = 0;
+		if (waitid(P_PID, (id_t)s->tid, &si, WSTOPPED | WEXITED | WNOWAIT | __WCLONE) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (si.si_code == CLD_TRAPPED || si.si_code == CLD_STOPPED) {
+			/* Take the stop; WEXITED left out, nothing is reaped here. */
+			si.si_pid = 0;
+			if (waitid(P_PID, (id_t)s->tid, &si, WSTOPPED | WNOHANG | __WCLONE) < 0) {
+				if (errno == EINTR)
+					continue;
+				return -1;
+			}
+			if (si.si_pid != s->tid)
+				continue;
+			*st = (si.si_status << 8) | 0x7f; /* as waitpid() gives it */
+			return s->tid;
+		}
+		/* It died: a thread that is not the process is ours to reap as its tracer. */
+		if (s->tid != s->t->pid)
+			waitpid(s->tid, &(int){ 0 }, __WALL | WNOHANG);
+		errno = ESRCH;
+		return -1;
+	}
+}
+
+/*
  * Wait for a stop of the tracee that is not a signal for it (an interrupt or
  * group-stop); signals that arrive first are delivered as they came.
  */
@@ -157,13 +207,10 @@ static int wait_event_stop(struct inject_session *s)
 {
 	for (;;) {
 		int st;
-		pid_t r = waitpid(s->tid, &st, __WALL);
+		pid_t r = trace_wait(s, &st);
 
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
+		if (r < 0)
 			return -ESRCH;
-		}
 		if (!WIFSTOPPED(st))
 			return -ESRCH; /* exited or killed */
 		if ((st >> 16) == PTRACE_EVENT_STOP)
@@ -231,6 +278,17 @@ static int inject_stop(struct inject_session *s)
 	return 0;
 }
 
+/*
+ * The thread is still in the stop we put it in: not killed meanwhile (its
+ * process exiting, or another thread's exec() replacing its memory).
+ */
+static bool still_stopped(const struct inject_session *s)
+{
+	long v = 0;
+
+	return status_field(s->t->pid, s->tid, "\nState:", &v) == 0 && (v == 't' || v == 'T');
+}
+
 /* Where the thread's vDSO starts, from its auxiliary vector: 0 when it has none. */
 static int vdso_base(pid_t pid, pid_t tid, uint64_t *base)
 {
@@ -280,6 +338,9 @@ static int find_syscall_ip(struct inject_session *s)
 		return err;
 	if (!base || peek(s->tid, base, &eh, sizeof(eh)) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(ph)) {
+		/* A thread killed meanwhile (its process exits or exec()s) has no vDSO left. */
+		if (!still_stopped(s))
+			return -ESRCH;
 		report_set_detail("process %d has no vDSO: the inject backend finds its syscall "
 				  "instruction there and never writes the target's code",
 				  (int)s->tid);
@@ -310,6 +371,8 @@ static int find_syscall_ip(struct inject_session *s)
 			return err;
 	}
 	if (!s->syscall_ip) {
+		if (!still_stopped(s))
+			return -ESRCH;
 		report_set_detail("no syscall instruction in the vDSO of process %d", (int)s->tid);
 		return -EOPNOTSUPP;
 	}
@@ -332,9 +395,34 @@ static int inject_begin(struct inject_session *s, const struct thp_target *t)
 		err = inject_precheck(t, t->pid, s->tid);
 	if (err)
 		return err;
-	if (ptrace(PTRACE_SEIZE, s->tid, 0, (void *)(long)PTRACE_O_TRACESYSGOOD) < 0)
-		return inject_ptrace_refused(t, s->tid, errno);
+	for (int attempt = 0;; attempt++) {
+		struct timespec ts = { 0, 1000 * 1000 };
+
+		if (ptrace(PTRACE_SEIZE, s->tid, 0, (void *)(long)PTRACE_O_TRACESYSGOOD) == 0)
+			break;
+		/*
+		 * EPERM also comes from a thread that is exiting, and for a moment
+		 * from the old leader an exec() in another thread replaces: look
+		 * again before calling it a refusal.
+		 */
+		if (errno != EPERM || attempt == 3)
+			return inject_ptrace_refused(t, s->tid, errno);
+		nanosleep(&ts, NULL);
+		if (target_alive(t))
+			return -ESRCH;
+		err = pick_thread(t->pid, &s->tid);
+		if (err)
+			return err;
+	}
 	s->seized = true;
+	/*
+	 * A thread that exec()ed while we seized it (its exec held us up) now
+	 * has the process's id: follow it, or we could not stop nor detach it.
+	 */
+	if (s->tid != t->pid && status_field(t->pid, s->tid, "\nState:", &v) &&
+	    status_field(t->pid, t->pid, "\nTracerPid:", &v) == 0 && v == getpid())
+		s->tid = t->pid;
+	s->own_child = status_field(t->pid, s->tid, "\nPPid:", &v) == 0 && v == getpid();
 	/* The pid may have been reused between pidfd and seize: the pidfd says. */
 	if (target_alive(t))
 		return -ESRCH;
@@ -463,11 +551,8 @@ static long inject_syscall(struct inject_session *s, long nr, unsigned long a1, 
 		    ptrace(PTRACE_SYSCALL, s->tid, 0, 0) < 0)
 			goto gone;
 		for (;;) {
-			if (waitpid(s->tid, &st, __WALL) < 0) {
-				if (errno == EINTR)
-					continue;
+			if (trace_wait(s, &st) < 0)
 				goto gone;
-			}
 			if (!WIFSTOPPED(st))
 				goto gone;
 			if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
@@ -500,6 +585,11 @@ static long inject_syscall(struct inject_session *s, long nr, unsigned long a1, 
 				goto gone;
 			s->stopped = false;
 			*err = inject_stop(s);
+			/* It ran: it may have exec()ed, with a vDSO elsewhere. */
+			if (!*err) {
+				s->syscall_ip = 0;
+				*err = find_syscall_ip(s);
+			}
 			if (*err)
 				return *err;
 			break;

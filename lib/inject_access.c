@@ -72,6 +72,20 @@ static int caps_apply_to(pid_t pid)
 	return a == b && memcmp(mine, theirs, (size_t)a) == 0;
 }
 
+/* Its status gone, or State Z (zombie) or X (dead): @buf holds the text read. */
+static bool thread_exiting(const char *path, char *buf, size_t len)
+{
+	const char *p;
+
+	if (sys_read_file(path, buf, len) <= 0)
+		return true;
+	p = strstr(buf, "\nState:");
+	if (!p)
+		return false;
+	p += 7;
+	p += strspn(p, " \t");
+	return *p == 'Z' || *p == 'X';
+}
 /* Is the caller's process an ancestor of @pid (Yama's relation)? */
 static bool caller_is_ancestor(pid_t pid)
 {
@@ -129,6 +143,11 @@ int inject_ptrace_refused(const struct thp_target *t, pid_t pid, int e)
 	if (e == ESRCH)
 		return -ESRCH;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	/* A thread that is exiting (its process exits or exec()s) cannot be seized. */
+	if (e == EPERM && thread_exiting(path, buf, sizeof(buf))) {
+		report_set_detail("process %d is exiting or exec()ing", (int)pid);
+		return -ESRCH;
+	}
 	if (sys_read_file(path, buf, sizeof(buf)) > 0 && (p = strstr(buf, "\nTracerPid:")))
 		tracer = strtol(p + 11, NULL, 10);
 	if (tracer) {

@@ -163,6 +163,25 @@ static void *allocator(void *arg)
 	return NULL;
 }
 
+/*
+ * PR_GET_THP_DISABLE, and in bit 4 THPeligible of a fresh MADV_HUGEPAGE
+ * mapping: what the policy means for memory the process maps next.
+ */
+static int probe_self(void)
+{
+	int r = (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	/* Plain mmap(): the exec()ed probe runs outside a Check test (no ck_assert). */
+	char *m = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p = (char *)(((uintptr_t)m + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1));
+	struct smaps_info si;
+
+	if (m == MAP_FAILED || madvise(p, 2 * MiB, MADV_HUGEPAGE) ||
+	    smaps_lookup(0, (uintptr_t)p, &si))
+		return 0x40;
+	munmap(m, 4 * MiB);
+	return r | (si.thp_eligible == 1 ? 0x10 : 0) | (si.thp_eligible < 0 ? 0x40 : 0);
+}
+
 static int probe_thp_disable_exec(void)
 {
 	char *argv[] = { (char *)self_exe, (char *)PROBE_ARG, NULL };
@@ -184,7 +203,7 @@ static int probe_thp_disable_fork(void)
 	int st;
 
 	if (p == 0)
-		_exit((int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
+		_exit(probe_self());
 	if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st))
 		return -1;
 	return WEXITSTATUS(st);
@@ -230,8 +249,8 @@ static void child_main(struct child *c, enum wait_mode mode)
 			_exit(1);
 		}
 		if (cmd == 'P') {
-			int r[3] = { (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0),
-				     probe_thp_disable_fork(), probe_thp_disable_exec() };
+			int r[3] = { probe_self(), probe_thp_disable_fork(),
+				     probe_thp_disable_exec() };
 
 			if (write(c->res, r, sizeof(r)) != sizeof(r))
 				_exit(1);
@@ -282,17 +301,31 @@ static void bump_seq(struct child *c)
 	syscall(SYS_futex, &c->sh->seq, FUTEX_WAKE, 100, NULL, NULL, 0);
 }
 
-/* PR_GET_THP_DISABLE as the child, a child it forks and one it execs read it. */
+/* The global THP mode is "never": nothing is eligible. */
+static bool thp_mode_never(void)
+{
+	char buf[256];
+
+	return read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof(buf)) > 0 &&
+	       strstr(buf, "[never]");
+}
+
+/*
+ * PR_GET_THP_DISABLE as the child, a child it forks and one it execs read
+ * it, and whether a fresh MADV_HUGEPAGE mapping of each is THPeligible
+ * (not under NEVER; under NOHUGE, PR_THP_DISABLE_EXCEPT_ADVISED, it is).
+ */
 static void child_probe(struct child *c, int want)
 {
+	int el = want == 1 || thp_mode_never() ? 0 : 0x10;
 	int r[3];
 
 	ck_assert(write(c->cmd, "P", 1) == 1);
 	bump_seq(c);
 	ck_assert(read(c->res, r, sizeof(r)) == sizeof(r));
-	ck_assert_msg(r[0] == want && r[1] == want && r[2] == want,
-		      "PR_GET_THP_DISABLE: child %d, its fork %d, its exec %d; want %d", r[0], r[1],
-		      r[2], want);
+	ck_assert_msg(r[0] == (want | el) && r[1] == (want | el) && r[2] == (want | el),
+		      "PR_GET_THP_DISABLE | THPeligible<<4 of a fresh advised mapping: child %#x, "
+		      "its fork %#x, its exec %#x; want %#x", r[0], r[1], r[2], want | el);
 }
 
 /* The child ends by itself, its self-checks clean. */
@@ -526,7 +559,7 @@ START_TEST(inject_main_thread_exited)
 }
 END_TEST
 
-static volatile sig_atomic_t alarms;
+static volatile sig_atomic_t alarms, sigchlds;
 
 static void on_alarm(int sig)
 {
@@ -534,58 +567,409 @@ static void on_alarm(int sig)
 	alarms++;
 }
 
-#define STRESS_CALLS 400
+static void on_chld(int sig)
+{
+	(void)sig;
+	sigchlds++;
+}
+
+/* The stress target's counts, shared with the parent (MAP_SHARED before fork). */
+struct stress_counts {
+	struct shared sh;
+	_Atomic unsigned long forks, reaped, pipe_rounds, sleeps, sleep_eintr, sums;
+	unsigned long alarms, sigchlds; /* the handlers' counts, at the end */
+};
+
+/* Forks short-lived grandchildren: each reaped with the status it chose. */
+static void *stress_forker(void *arg)
+{
+	struct stress_counts *sc = arg;
+
+	for (int k = 0; !atomic_load(&sc->sh.stop); k++) {
+		pid_t p = fork();
+		int st;
+
+		if (p == 0)
+			_exit(k % 100);
+		if (p < 0) {
+			child_fail(&sc->sh, "fork");
+			return NULL;
+		}
+		atomic_fetch_add(&sc->forks, 1);
+		if (waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != k % 100) {
+			child_fail(&sc->sh, "waitpid of a grandchild");
+			return NULL;
+		}
+		atomic_fetch_add(&sc->reaped, 1);
+		usleep(200);
+	}
+	return NULL;
+}
+
+/* Writes checksummed payloads into a pipe and reads them back whole. */
+static void *stress_piper(void *arg)
+{
+	struct stress_counts *sc = arg;
+	unsigned char out[1024], in[1024];
+	int p[2];
+
+	if (pipe(p)) {
+		child_fail(&sc->sh, "pipe");
+		return NULL;
+	}
+	for (unsigned int k = 0; !atomic_load(&sc->sh.stop); k++) {
+		for (size_t i = 0; i < sizeof(out); i++)
+			out[i] = (unsigned char)(i * 3 + k);
+		if (write(p[1], out, sizeof(out)) != (ssize_t)sizeof(out) ||
+		    read(p[0], in, sizeof(in)) != (ssize_t)sizeof(in) ||
+		    sum(in, sizeof(in)) != sum(out, sizeof(out))) {
+			child_fail(&sc->sh, "pipe round trip");
+			break;
+		}
+		atomic_fetch_add(&sc->pipe_rounds, 1);
+		/* A pause: a busy loop here would take a core from the injector. */
+		usleep(100);
+	}
+	close(p[0]);
+	close(p[1]);
+	return NULL;
+}
+
+/* Sleeps 100 us as programs do (resuming after EINTR), at least that long in all. */
+static void stress_sleep(struct stress_counts *sc)
+{
+	struct timespec ts = { 0, 100 * 1000 };
+	uint64_t t0 = now_ns_mono();
+	int r;
+
+	while ((r = nanosleep(&ts, &ts)) != 0 && errno == EINTR)
+		atomic_fetch_add(&sc->sleep_eintr, 1);
+	if (r != 0)
+		child_fail(&sc->sh, "nanosleep");
+	else if (now_ns_mono() - t0 < 100 * 1000)
+		child_fail(&sc->sh, "nanosleep returned early");
+	atomic_fetch_add(&sc->sleeps, 1);
+}
 
 /*
- * Many injections into a thread that is computing (stopped anywhere in
- * user code) while SIGALRM arrives every 200 us: its checksums and the
- * parent's smaps checks stay right, and no signal is lost or doubled in
- * a way its handler could see (it only counts them).
+ * advise() with one smaps read instead of two, timed: @t_apply and
+ * @t_check add the nanoseconds of the call and of the smaps check.
+ */
+static void stress_advise(struct child *c, int advice, uint64_t *t_apply, uint64_t *t_check)
+{
+	struct thp_range r = { c->addr, REGION };
+	struct thp_report rep;
+	struct smaps_info si;
+	THP_OPTS(thp_apply_opts, o, .advice = advice, .reports = &rep);
+	uint64_t t0 = now_ns_mono(), t1;
+	int ret;
+
+	o.pidfd = c->pidfd;
+	o.backend = THP_BACKEND_INJECT;
+	ret = thp_apply_ranges(&r, 1, &o);
+	t1 = now_ns_mono();
+	*t_apply += t1 - t0;
+	ck_assert_msg(ret == 1, "inject advice %d: %d (%s)", advice, ret, thp_strerror_detail());
+	ck_assert_int_eq(rep.backend, THP_BACKEND_INJECT);
+	ck_assert_uint_eq(rep.bytes_advised, REGION);
+	ck_assert_int_eq(smaps_lookup(c->pid, c->addr, &si), 0);
+	ck_assert_msg(si.found && si.hg == (advice == THP_ADVICE_HUGE) &&
+			      si.nh == (advice == THP_ADVICE_NOHUGE),
+		      "child's VmFlags do not show advice %d:%s", advice, si.vmflags);
+	*t_check += now_ns_mono() - t1;
+}
+
+/* THP_INJECT_STRESS_CALLS lowers (or raises) the default for a quick run. */
+static int stress_calls(void)
+{
+	const char *e = getenv("THP_INJECT_STRESS_CALLS");
+
+	return e && atoi(e) > 0 ? atoi(e) : 10000;
+}
+
+/*
+ * Injections into a target whose main thread sleeps and checksums while
+ * SIGALRM arrives every 200 us, one thread forks and reaps grandchildren
+ * (SIGCHLD) and one sends checksummed payloads through a pipe: every call
+ * is seen in its smaps, and its own checks find every result right and
+ * every grandchild reaped.
  */
 START_TEST(inject_stress_signals)
 {
-	struct shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct stress_counts *sc = mmap(NULL, sizeof(*sc), PROT_READ | PROT_WRITE,
+					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int calls = stress_calls(), res[2], st;
 	struct child c = { 0 };
-	int res[2], st;
+	uint64_t t0, t_apply = 0, t_check = 0;
 
-	ck_assert(sh != MAP_FAILED);
-	memset(sh, 0, sizeof(*sh));
+	ck_assert(sc != MAP_FAILED);
+	memset(sc, 0, sizeof(*sc));
 	ck_assert(pipe(res) == 0);
 	c.pid = fork();
 	ck_assert_int_ge(c.pid, 0);
 	if (c.pid == 0) {
 		struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
-		struct itimerval it = { { 0, 200 }, { 0, 200 } };
+		struct sigaction sc_act = { .sa_handler = on_chld, .sa_flags = SA_RESTART };
+		struct itimerval it = { { 0, 200 }, { 0, 200 } }, off = { { 0, 0 }, { 0, 0 } };
 		unsigned char *m = map_aligned(4, 0);
 		uint64_t s0, addr = (uintptr_t)m;
+		pthread_t th[2];
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		for (size_t i = 0; i < REGION; i++)
 			m[i] = (unsigned char)(i * 5 + 3);
 		s0 = sum(m, 64 << 10);
 		sigaction(SIGALRM, &sa, NULL);
+		sigaction(SIGCHLD, &sc_act, NULL);
 		setitimer(ITIMER_REAL, &it, NULL);
+		pthread_create(&th[0], NULL, stress_forker, sc);
+		pthread_create(&th[1], NULL, stress_piper, sc);
 		if (write(res[1], &addr, sizeof(addr)) != sizeof(addr))
 			_exit(1);
-		while (!atomic_load(&sh->stop))
+		while (!atomic_load(&sc->sh.stop)) {
+			stress_sleep(sc);
 			if (sum(m, 64 << 10) != s0)
-				child_fail(sh, "checksum under injection");
-		_exit(alarms > 0 ? 0 : 3);
+				child_fail(&sc->sh, "checksum under injection");
+			atomic_fetch_add(&sc->sums, 1);
+		}
+		pthread_join(th[0], NULL);
+		pthread_join(th[1], NULL);
+		setitimer(ITIMER_REAL, &off, NULL);
+		if (sum(m, REGION) == 0)
+			child_fail(&sc->sh, "region");
+		sc->alarms = (unsigned long)alarms;
+		sc->sigchlds = (unsigned long)sigchlds;
+		_exit(0);
 	}
 	ck_assert(read(res[0], &c.addr, sizeof(c.addr)) == sizeof(c.addr));
 	c.pidfd = (int)syscall(__NR_pidfd_open, c.pid, 0);
 	ck_assert_int_ge(c.pidfd, 0);
-	for (int i = 0; i < STRESS_CALLS; i++)
-		advise(&c, i & 1 ? THP_ADVICE_NOHUGE : THP_ADVICE_HUGE);
-	atomic_store(&sh->stop, 1);
+	t0 = now_ns_mono();
+	for (int i = 0; i < calls; i++)
+		stress_advise(&c, i & 1 ? THP_ADVICE_NOHUGE : THP_ADVICE_HUGE, &t_apply, &t_check);
+	t0 = now_ns_mono() - t0;
+	/* A short run (THP_INJECT_STRESS_CALLS): let each thread do its work once. */
+	for (int i = 0; i < 10000 && !(atomic_load(&sc->reaped) && atomic_load(&sc->pipe_rounds) &&
+				       atomic_load(&sc->sleeps)); i++)
+		usleep(1000);
+	atomic_store(&sc->sh.stop, 1);
 	ck_assert(waitpid(c.pid, &st, 0) == c.pid);
-	ck_assert_msg(atomic_load(&sh->errors) == 0, "child self-check: %s", sh->what);
+	printf("inject_stress_signals: %d injections in %.2f s (calls %.2f s, smaps %.2f s); "
+	       "the target: %lu SIGALRM, %lu forks, %lu reaped, %lu SIGCHLD, %lu pipe rounds, "
+	       "%lu sleeps (%lu EINTR), %lu checksums\n", calls, (double)t0 / 1e9,
+	       (double)t_apply / 1e9, (double)t_check / 1e9, sc->alarms, atomic_load(&sc->forks),
+	       atomic_load(&sc->reaped), sc->sigchlds, atomic_load(&sc->pipe_rounds),
+	       atomic_load(&sc->sleeps), atomic_load(&sc->sleep_eintr), atomic_load(&sc->sums));
+	ck_assert_msg(atomic_load(&sc->sh.errors) == 0, "child self-check: %s", sc->sh.what);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	/* Every grandchild reaped; SIGCHLDs may merge, never outnumber them. */
+	ck_assert_uint_eq(atomic_load(&sc->forks), atomic_load(&sc->reaped));
+	ck_assert(sc->sigchlds >= 1 && sc->sigchlds <= atomic_load(&sc->reaped));
+	ck_assert(sc->alarms > 0 && atomic_load(&sc->pipe_rounds) > 0 &&
+		  atomic_load(&sc->sleeps) > 0);
 	close(c.pidfd);
 	close(res[0]);
 	close(res[1]);
-	munmap(sh, sizeof(*sh));
+	munmap(sc, sizeof(*sc));
+}
+END_TEST
+
+#define EXIT_EXEC_ARG "--inject-exit-exec"
+#define EXIT_EXEC_ROUNDS 120
+
+/* How the target of inject_exit_exec_mid_call goes away. */
+enum going { GO_EXIT, GO_EXEC, GO_EXEC_THREAD, GO_COUNT };
+
+static void *exec_from_thread(void *arg)
+{
+	char *argv[] = { (char *)self_exe, (char *)EXIT_EXEC_ARG, NULL };
+
+	(void)arg;
+	execv(self_exe, argv);
+	_exit(100);
+}
+
+/* The target: spins for @spin_us, then exits or execs (from its main thread or another). */
+static void exit_exec_target(int wfd, enum going how, unsigned int spin_us)
+{
+	unsigned char *m = map_aligned(2, 0);
+	uint64_t addr = (uintptr_t)m, t0;
+	char *argv[] = { (char *)self_exe, (char *)EXIT_EXEC_ARG, NULL };
+	pthread_t t;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	memset(m, 1, 2 * MiB);
+	if (write(wfd, &addr, sizeof(addr)) != sizeof(addr))
+		_exit(1);
+	t0 = now_ns_mono();
+	while (now_ns_mono() - t0 < (uint64_t)spin_us * 1000)
+		;
+	if (how == GO_EXIT)
+		_exit(0);
+	if (how == GO_EXEC)
+		execv(self_exe, argv);
+	else if (pthread_create(&t, NULL, exec_from_thread, NULL) == 0)
+		for (;;)
+			pause();
+	_exit(100);
+}
+
+/*
+ * Reap @pid (our child) within 10 s: it must end by itself with status 0,
+ * never stopped, never killed by a stray SIGTRAP, and still be ours to
+ * reap (the library must not have reaped it).
+ */
+static void reap_clean(pid_t pid, int round)
+{
+	uint64_t t0 = now_ns_mono();
+	int st = 0;
+	pid_t r;
+
+	while ((r = waitpid(pid, &st, WNOHANG | WUNTRACED)) == 0) {
+		char state = proc_state(pid);
+
+		ck_assert_msg(state != 't' && state != 'T', "round %d: target %d left stopped (%c)",
+			      round, (int)pid, state);
+		ck_assert_msg(now_ns_mono() - t0 < 10000000000ull, "round %d: target %d hangs (%c)",
+			      round, (int)pid, state);
+		usleep(1000);
+	}
+	ck_assert_msg(r == pid, "round %d: waitpid: %s (did the library reap our child?)", round,
+		      strerror(errno));
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "round %d: target status %#x%s",
+		      round, st, WIFSIGNALED(st) ? " (killed by a signal)" : "");
+}
+
+/* The VMA at @addr of @pid is still [@addr, @addr + @len) (no exit, no exec yet). */
+static bool same_vma(pid_t pid, uint64_t addr, uint64_t len)
+{
+	char path[64], *line, *save = NULL;
+	static char buf[1 << 18];
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return false;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long s, e;
+
+		if (sscanf(line, "%lx-%lx", &s, &e) == 2 && s == addr)
+			return e == addr + len;
+	}
+	return false;
+}
+
+/*
+ * After a call that advised the target's mapping: while that mapping is
+ * still there (no exit nor exec yet), smaps shows it advised.
+ */
+static void advised_seen(const struct child *c, int round, int call)
+{
+	struct smaps_info si;
+	char exe[256] = "", path[64];
+
+	/* Not found in smaps: its memory is going (exit, or exec() switching it). */
+	if (!same_vma(c->pid, c->addr, 2 * MiB) || smaps_lookup(c->pid, c->addr, &si) ||
+	    !si.found || si.hg)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)c->pid);
+	if (readlink(path, exe, sizeof(exe) - 1) < 0)
+		return;
+	ck_assert_msg(!same_vma(c->pid, c->addr, 2 * MiB),
+		      "round %d, call %d: advised, but the mapping is not hg (exe '%s', state %c, "
+		      "VmFlags:%s)", round, call, exe, proc_state(c->pid), si.vmflags);
+}
+
+/*
+ * Targets that exit or exec (from the injected thread or another one)
+ * while injections go on: every call either did its work, as smaps shows
+ * while the mapping is still there, or fails with -ESRCH (after an exec,
+ * the old range is refused as unmapped) and its report claims nothing;
+ * no call hangs, and the target ends by itself, neither stopped nor
+ * killed, and reaped by us.
+ */
+START_TEST(inject_exit_exec_mid_call)
+{
+	unsigned int counts[GO_COUNT][3] = { { 0 } }; /* done, ESRCH, refused after exec */
+
+	for (int round = 0; round < EXIT_EXEC_ROUNDS; round++) {
+		enum going how = (enum going)(round % GO_COUNT);
+		int p[2];
+		struct child c = { 0 };
+		bool ended = false;
+		int refused = 0;
+
+		ck_assert(pipe(p) == 0);
+		c.pid = fork();
+		ck_assert_int_ge(c.pid, 0);
+		if (c.pid == 0) {
+			close(p[0]);
+			exit_exec_target(p[1], how, (unsigned int)(round * 37 % 1500));
+		}
+		close(p[1]);
+		ck_assert(read(p[0], &c.addr, sizeof(c.addr)) == sizeof(c.addr));
+		close(p[0]);
+		c.pidfd = (int)syscall(__NR_pidfd_open, c.pid, 0);
+		ck_assert_int_ge(c.pidfd, 0);
+		for (int i = 0; !ended; i++) {
+			if (i & 1) {
+				struct thp_default_opts o;
+				unsigned int pol = i & 2 ? THP_POLICY_NEVER : THP_POLICY_SYSTEM;
+				int ret = set_default(&c, pol, &o);
+
+				if (ret == -ESRCH) {
+					ck_assert_int_eq(o.backend_used, 0);
+					ck_assert(!o.persistent);
+					counts[how][1]++;
+					ended = true;
+				} else {
+					ck_assert_msg(ret == 0, "round %d: %s: %d (%s)", round,
+						      thp_policy_name(pol), ret, thp_strerror_detail());
+					ck_assert(o.persistent && o.backend_used == THP_BACKEND_INJECT);
+					counts[how][0]++;
+				}
+			} else {
+				struct thp_range r = { c.addr, 2 * MiB };
+				struct thp_report rep;
+				THP_OPTS(thp_apply_opts, o, .advice = THP_ADVICE_HUGE, .reports = &rep);
+				int ret;
+
+				o.pidfd = c.pidfd;
+				o.backend = THP_BACKEND_INJECT;
+				ret = thp_apply_ranges(&r, 1, &o);
+				if (ret == 1) {
+					ck_assert_uint_eq(rep.bytes_advised, 2 * MiB);
+					advised_seen(&c, round, i);
+					counts[how][0]++;
+				} else if (ret == -ESRCH) {
+					ck_assert_msg(rep.bytes_advised == 0,
+						      "round %d: -ESRCH but %llu bytes claimed",
+						      round, (unsigned long long)rep.bytes_advised);
+					counts[how][1]++;
+					ended = true;
+				} else {
+					/* The exec'd image has no mapping there. */
+					ck_assert_msg(how != GO_EXIT && rep.bytes_advised == 0 &&
+						      rep.bytes_unmapped > 0,
+						      "round %d: %d (%s), advised %llu unmapped %llu",
+						      round, ret, thp_strerror_detail(),
+						      (unsigned long long)rep.bytes_advised,
+						      (unsigned long long)rep.bytes_unmapped);
+					counts[how][2]++;
+					/*
+					 * Every other round: enough of the new image (which
+					 * starts slowly under ASan); the others go on to its end.
+					 */
+					ended = ++refused == 8 && (round / GO_COUNT) % 2;
+				}
+			}
+		}
+		reap_clean(c.pid, round);
+		close(c.pidfd);
+	}
+	printf("inject_exit_exec_mid_call: %d rounds; calls done/-ESRCH/refused after exec: "
+	       "exit %u/%u/%u, exec %u/%u/%u, exec from a thread %u/%u/%u\n", EXIT_EXEC_ROUNDS,
+	       counts[0][0], counts[0][1], counts[0][2], counts[1][0], counts[1][1], counts[1][2],
+	       counts[2][0], counts[2][1], counts[2][2]);
 }
 END_TEST
 
@@ -703,18 +1087,28 @@ static Suite *inject_suite(void)
 	tcase_add_test(tc, inject_not_auto);
 	tcase_add_test(tc, inject_sigstopped_stays_stopped);
 	tcase_add_test(tc, inject_exited_esrch);
-	tcase_add_test(tc, inject_stress_signals);
 	tcase_add_test(tc, inject_main_thread_exited);
 	tcase_add_test(tc, inject_seccomp_refused);
 	tcase_add_test(tc, inject_traced_busy);
+	suite_add_tcase(s, tc);
+	/* Long: 10,000 injections, and hundreds of targets going away. */
+	tc = tcase_create("inject_stress");
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, inject_stress_signals);
+	tcase_add_test(tc, inject_exit_exec_mid_call);
 	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(int argc, char **argv)
 {
-	/* The exec()ed grandchild of child_main(): report its own PR_GET_THP_DISABLE. */
+	/* The exec()ed grandchild of child_main(): report its own PR_GET_THP_DISABLE and more. */
 	if (argc == 2 && strcmp(argv[1], PROBE_ARG) == 0)
-		return (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+		return probe_self();
+	/* The exec()ed image of inject_exit_exec_mid_call's target: a moment, then gone. */
+	if (argc == 2 && strcmp(argv[1], EXIT_EXEC_ARG) == 0) {
+		usleep(2000);
+		_exit(0); /* no exit handlers: LeakSanitizer's would ptrace it */
+	}
 	return run_suite(inject_suite());
 }

@@ -119,6 +119,8 @@ void check_apply_all_merged_counts(void);
 void check_set_default(void);              /* set_default_modes.c */
 void check_set_default_stock(void);
 void check_collapse(void);                 /* collapse_self_remote.c */
+void check_inject_policies(void);          /* inject_policies.c (64-bit runs) */
+void check_inject_32bit(const char *target32);
 void check_rfc_interfaces(void);           /* rfc_interfaces.c */
 void check_policy_sequences(void);         /* rfc_policy_sequences.c */
 /* thpctl_preload.c: thpctl and the preload, dynamically linked, from /vmtest.conf. */

@@ -38,7 +38,7 @@
 /* /vmtest.conf (run_vm.sh): NAME=PATH, one a line; test=PATH may repeat. */
 #define MAX_TESTS 24
 static char conf_buf[8192];
-static const char *conf_thpctl, *conf_preload, *conf_child_report, *conf_model;
+static const char *conf_thpctl, *conf_preload, *conf_child_report, *conf_model, *conf_target32;
 static const char *conf_toucher; /* mthp_toucher, for check_mthp() */
 static const char *host_tests[MAX_TESTS];
 static size_t nr_host_tests;
@@ -65,6 +65,8 @@ static void read_conf(void)
 			conf_model = v;
 		else if (!strcmp(line, "toucher"))
 			conf_toucher = v;
+		else if (!strcmp(line, "target32"))
+			conf_target32 = v;
 		else if (!strcmp(line, "test") && nr_host_tests < MAX_TESTS)
 			host_tests[nr_host_tests++] = v;
 		else if (!strcmp(line, "test"))
@@ -244,6 +246,8 @@ int main(int argc, char **argv)
 #else
 	check_thpctl(conf_thpctl, conf_preload, conf_child_report);
 	check_mthp(conf_thpctl, conf_preload, conf_toucher);
+	check_inject_policies();
+	check_inject_32bit(conf_target32);
 #endif
 	if (set_sysfs_mode(boot_mode))
 		fail("set_mode", "cannot restore the global THP mode");
