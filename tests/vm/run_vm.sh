@@ -125,6 +125,11 @@ if [ -n "${THP_MODEL_VM_CASES:-}" ]; then
 	smp=1
 	limit=$((90 + THP_MODEL_VM_CASES))
 	extra_args="thp_model_only thp_model_cases=$THP_MODEL_VM_CASES thp_model_first=${THP_MODEL_VM_FIRST:-1}"
+	# THP_MODEL_VM_REMOTE=1: the checker's remote mode (a log of its own).
+	if [ "${THP_MODEL_VM_REMOTE:-0}" = 1 ]; then
+		extra_args="$extra_args thp_model_remote"
+		log_name=$label.model-long-remote
+	fi
 fi
 # A guest kernel that crashes before /init prints anything has run none of
 # our code: boot it again, at most twice, and say so.  So does an "Oops:

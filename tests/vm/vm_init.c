@@ -216,7 +216,8 @@ int main(int argc, char **argv)
 
 		/* The model checker's long mode (run_vm.sh, THP_MODEL_VM_CASES). */
 		if (strstr(cmdline, "thp_model_only")) {
-			check_model(conf_model, has_cases ? cases : NULL, has_first ? first : NULL, true);
+			check_model(conf_model, has_cases ? cases : NULL, has_first ? first : NULL, true,
+				    strstr(cmdline, "thp_model_remote") != NULL);
 			goto done;
 		}
 	}
@@ -246,7 +247,7 @@ int main(int argc, char **argv)
 	}
 #ifndef VM_INIT_LIB_ONLY
 	/* Last: hundreds of processes and a few hundred MiB touched in the guest. */
-	check_model(conf_model, NULL, NULL, false);
+	check_model(conf_model, NULL, NULL, false, false);
 #endif
 done:
 	printf("VMTEST DONE (%d failed)\n", nfail);
