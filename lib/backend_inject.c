@@ -229,6 +229,27 @@ static int inject_stop(struct inject_session *s)
 	return 0;
 }
 
+/*
+ * The stopped thread's memory read through ptrace, a word at a time: for a
+ * kernel without process_vm_readv() (CONFIG_CROSS_MEMORY_ATTACH unset).
+ * Bytes read, or -1 with errno.
+ */
+static ssize_t peek_words(pid_t tid, uint64_t start, unsigned char *buf, size_t n)
+{
+	size_t off;
+
+	for (off = 0; off + sizeof(long) <= n; off += sizeof(long)) {
+		long w;
+
+		errno = 0;
+		w = ptrace(PTRACE_PEEKDATA, tid, (void *)(uintptr_t)(start + off), NULL);
+		if (errno)
+			return off ? (ssize_t)off : -1;
+		memcpy(buf + off, &w, sizeof(w));
+	}
+	return (ssize_t)off;
+}
+
 /* A syscall instruction in the target's vDSO, read without writing anything. */
 static int find_syscall_ip(struct inject_session *s)
 {
@@ -269,6 +290,8 @@ static int find_syscall_ip(struct inject_session *s)
 		if (!buf)
 			return -ENOMEM;
 		got = process_vm_readv(s->tid, &local, 1, &remote, 1, 0);
+		if (got < 0 && errno == ENOSYS)
+			got = peek_words(s->tid, start, buf, n);
 		for (ssize_t i = 0; got > 1 && i + 1 < got; i++) {
 			if (buf[i] == 0x0f && buf[i + 1] == 0x05) {
 				s->syscall_ip = start + (uint64_t)i;
@@ -276,8 +299,13 @@ static int find_syscall_ip(struct inject_session *s)
 			}
 		}
 		free(buf);
-		if (got < 0)
-			return errno == ESRCH ? -ESRCH : -EPERM;
+		if (got < 0) {
+			if (errno == ESRCH)
+				return -ESRCH;
+			report_set_detail("cannot read the vDSO of process %d: %s", (int)s->tid,
+					  strerror(errno));
+			return -EPERM;
+		}
 	}
 	if (!s->syscall_ip) {
 		report_set_detail("no syscall instruction in the vDSO of process %d", (int)s->tid);
