@@ -311,7 +311,26 @@ static int vdso_base(pid_t pid, pid_t tid, uint64_t *base)
 	return 0;
 }
 
-/* Read @len bytes of the target at @addr: 0, -ESRCH or -EFAULT. */
+/*
+ * The stopped thread's memory read through ptrace, a word at a time: for a
+ * kernel without process_vm_readv() (CONFIG_CROSS_MEMORY_ATTACH unset).
+ */
+static int peek_words(pid_t tid, uint64_t addr, unsigned char *buf, size_t len)
+{
+	for (size_t off = 0; off < len; off += sizeof(long)) {
+		size_t n = len - off < sizeof(long) ? len - off : sizeof(long);
+		long w;
+
+		errno = 0;
+		w = ptrace(PTRACE_PEEKDATA, tid, (void *)(uintptr_t)(addr + off), NULL);
+		if (errno)
+			return -errno;
+		memcpy(buf + off, &w, n);
+	}
+	return 0;
+}
+
+/* Read @len bytes of the stopped thread at @addr: 0 or -errno (-EFAULT: unmapped). */
 static int peek(pid_t tid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
@@ -319,7 +338,9 @@ static int peek(pid_t tid, uint64_t addr, void *buf, size_t len)
 
 	if (got == (ssize_t)len)
 		return 0;
-	return got < 0 && errno == ESRCH ? -ESRCH : -EFAULT;
+	if (got < 0 && errno == ENOSYS)
+		return peek_words(tid, addr, buf, len);
+	return got < 0 ? -errno : -EFAULT;
 }
 
 /*
@@ -336,7 +357,15 @@ static int find_syscall_ip(struct inject_session *s)
 
 	if (err)
 		return err;
-	if (!base || peek(s->tid, base, &eh, sizeof(eh)) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	err = base ? peek(s->tid, base, &eh, sizeof(eh)) : 0;
+	if (err == -ESRCH)
+		return err;
+	if (err && err != -EFAULT) {
+		report_set_detail("cannot read the vDSO of process %d: %s", (int)s->tid,
+				  strerror(-err));
+		return -EPERM;
+	}
+	if (!base || err || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(ph)) {
 		/* A thread killed meanwhile (its process exits or exec()s) has no vDSO left. */
 		if (!still_stopped(s))

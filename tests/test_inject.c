@@ -1028,6 +1028,25 @@ START_TEST(inject_seccomp_refused)
 }
 END_TEST
 
+/*
+ * A kernel without process_vm_readv() (CONFIG_CROSS_MEMORY_ATTACH unset, as
+ * in the 6.12 RFC kernels): the target's vDSO is read through ptrace, and
+ * the advice lands.  The filter is on the caller, never on the target.
+ */
+START_TEST(inject_without_process_vm_readv)
+{
+	const struct seccomp_rule enosys = { SYS_process_vm_readv, -1, 0,
+					     SECCOMP_RET_ERRNO | ENOSYS };
+	struct child c;
+
+	start_child(&c, WAIT_READ);
+	ck_assert_msg(seccomp_install(&enosys, 1) == 0, "seccomp: %s", strerror(errno));
+	advise(&c, THP_ADVICE_HUGE);
+	advise(&c, THP_ADVICE_NOHUGE);
+	finish_child(&c);
+}
+END_TEST
+
 /* A target someone else traces: -EBUSY, and it stays traced by that one. */
 START_TEST(inject_traced_busy)
 {
@@ -1090,6 +1109,7 @@ static Suite *inject_suite(void)
 	tcase_add_test(tc, inject_main_thread_exited);
 	tcase_add_test(tc, inject_seccomp_refused);
 	tcase_add_test(tc, inject_traced_busy);
+	tcase_add_test(tc, inject_without_process_vm_readv);
 	suite_add_tcase(s, tc);
 	/* Long: 10,000 injections, and hundreds of targets going away. */
 	tc = tcase_create("inject_stress");

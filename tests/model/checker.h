@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "helpers.h"
 #include "model.h"
@@ -77,7 +78,7 @@ void print_case(FILE *f, const struct case_spec *c);
 /* layout.c: map the case's layout; its arena start, or 0 when the kernel refused a step. */
 uint64_t build(const struct case_spec *c);
 
-/* ---- the truth: /proc/self/smaps, pagemap and kpageflags ---- */
+/* ---- the truth: /proc/PID/smaps, pagemap and kpageflags ---- */
 
 struct vma {
 	uint64_t start, end;
@@ -93,6 +94,12 @@ struct snapshot {
 /* The snapshots every part reads into: now, and before the call. */
 extern struct snapshot snap, prev;
 extern int pagemap_fd, kpageflags_fd;
+/*
+ * The process whose smaps snap_read() reads (and whose pagemap pagemap_fd
+ * is): 0 for the calling one; in remote mode (remote.c) the target, or a
+ * child the target forked.
+ */
+extern pid_t truth_pid;
 
 int snap_read(struct snapshot *s);
 bool pfn_of(uint64_t addr, uint64_t *pfn);
@@ -107,6 +114,7 @@ struct run_cfg {
 	unsigned int backend;
 	bool text_walk;
 	bool fork_check; /* also compare a forked child's smaps with the model */
+	int pidfd;       /* the call's target: THP_SELF, or remote mode's target */
 };
 
 /* compare.c: the first divergence of a run, and the checks that find one (false). */
@@ -127,10 +135,26 @@ extern struct model_policy_state start_state;
 int measure_kernel(void);
 int report_state(void);
 bool run_policy(const struct case_spec *c, uint64_t arena_base);
+/* The parts remote mode's policy sequences share (remote.c). */
+extern uint64_t judged_lo, judged_hi;
+int status_thp_enabled(void);
+void children_state(int *forked, int *execed);
+bool check_existing(size_t step, unsigned int advises, uint64_t *appeared);
 
 /* run.c */
 int run_case(const struct case_spec *c, char *msg, size_t cap);
 int probe(void);
+
+/*
+ * remote.c: remote mode (THP_MODEL_REMOTE=1), the case's layout in a target
+ * child and the calls made on its pidfd.  remote_forked() has the target
+ * fork a child that waits, and returns its pid (-1: none); remote_release()
+ * lets it exit.
+ */
+extern bool remote_mode;
+int remote_run_case(const struct case_spec *c, char *msg, size_t cap);
+pid_t remote_forked(void);
+void remote_release(pid_t child);
 
 /* shrink.c */
 void shrink(struct case_spec *c, char *msg, size_t cap);

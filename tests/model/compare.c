@@ -170,12 +170,27 @@ bool check_smaps(const struct model_arena *a, const char *where)
 	return true;
 }
 
-/* The VmFlags are inherited: a forked child must see the same. */
+/*
+ * The VmFlags are inherited: a forked child must see the same.  In remote
+ * mode the target forks it, and its smaps is read from here.
+ */
 bool check_forked(const struct model_arena *a)
 {
-	pid_t pid = fork();
+	pid_t pid, target = truth_pid;
 	int st;
+	bool ok;
 
+	if (target) {
+		pid = remote_forked();
+		if (pid < 0)
+			return diverge("the target could not fork a child");
+		truth_pid = pid;
+		ok = check_smaps(a, "the target's forked child");
+		truth_pid = target;
+		remote_release(pid);
+		return ok;
+	}
+	pid = fork();
 	if (pid == 0)
 		_exit(check_smaps(a, "forked child") ? 0 : (fprintf(stderr, "%s\n", why), 1));
 	if (pid < 0 || waitpid(pid, &st, 0) != pid)
@@ -188,12 +203,14 @@ bool check_forked(const struct model_arena *a)
 static bool expect_backend(const struct case_spec *c, const struct run_cfg *r, uint32_t got)
 {
 	unsigned int want = r->backend;
+	bool remote = r->pidfd != THP_SELF;
 
-	if (want == THP_BACKEND_AUTO && c->advice != THP_ADVICE_COLLAPSE)
+	/* Another process: AUTO has no backend for HUGE/NOHUGE (remote.c expects a refusal). */
+	if (want == THP_BACKEND_AUTO && c->advice != THP_ADVICE_COLLAPSE && !remote)
 		want = model_auto_backend(&(struct model_caps){ pinfo.backends });
 	if (want == THP_BACKEND_AUTO) /* COLLAPSE: the best one that has it */
 		return got == THP_BACKEND_PMADV ? (pinfo.backends >> THP_BACKEND_PMADV) & 1 :
-		       got == THP_BACKEND_PROCESS_MADVISE || got == THP_BACKEND_MADVISE;
+		       got == THP_BACKEND_PROCESS_MADVISE || (got == THP_BACKEND_MADVISE && !remote);
 	return got == want;
 }
 
@@ -251,8 +268,8 @@ static bool run_ranges_with(const struct case_spec *c, const struct run_cfg *r,
 			    struct model_arena *a, struct thp_range *rg, struct thp_report *lib,
 			    struct thp_report *mod)
 {
-	THP_OPTS(thp_apply_opts, o, .advice = c->advice, .flags = c->flags, .backend = r->backend,
-		 .reports = lib);
+	THP_OPTS(thp_apply_opts, o, .pidfd = r->pidfd, .advice = c->advice, .flags = c->flags,
+		 .backend = r->backend, .reports = lib);
 	int ret, want;
 
 	for (size_t i = 0; i < c->nr_ranges; i++) {
@@ -287,7 +304,7 @@ static bool run_ranges_with(const struct case_spec *c, const struct run_cfg *r,
 
 bool run_all(const struct case_spec *c, const struct run_cfg *r, struct model_arena *a)
 {
-	THP_OPTS(thp_apply_all_opts, o, .advice = c->advice, .flags = c->flags,
+	THP_OPTS(thp_apply_all_opts, o, .pidfd = r->pidfd, .advice = c->advice, .flags = c->flags,
 		 .backend = r->backend);
 	struct model_all m;
 	uint64_t bytes = 0;
@@ -336,11 +353,15 @@ bool run_all(const struct case_spec *c, const struct run_cfg *r, struct model_ar
 	return true;
 }
 
-/* A forced backend the kernel lacks: -EOPNOTSUPP, and nothing changes. */
+/*
+ * A forced backend the kernel lacks (or, on another process, one that
+ * cannot reach it): -EOPNOTSUPP, and nothing changes.
+ */
 bool run_refused(const struct case_spec *c, const struct run_cfg *r, struct model_arena *a)
 {
-	THP_OPTS(thp_apply_opts, o, .advice = c->advice, .flags = c->flags, .backend = r->backend);
-	THP_OPTS(thp_apply_all_opts, ao, .advice = c->advice, .flags = c->flags,
+	THP_OPTS(thp_apply_opts, o, .pidfd = r->pidfd, .advice = c->advice, .flags = c->flags,
+		 .backend = r->backend);
+	THP_OPTS(thp_apply_all_opts, ao, .pidfd = r->pidfd, .advice = c->advice, .flags = c->flags,
 		 .backend = r->backend);
 	struct thp_range one = { a->base, page };
 	int ret;

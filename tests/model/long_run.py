@@ -3,14 +3,16 @@
 """Run the model checker over a range of seeds and record the result.
 
     long_run.py --checker BUILD/tests/model/thp_model --first 1 --cases 100000
-                [--jobs 2] [--results doc/results/model-long-runs.md]
+                [--jobs 2] [--remote] [--results doc/results/model-long-runs.md]
 
 The seeds are split into --jobs processes of consecutive seeds; each
 prints thp_model's summary line, and the sums become one row appended to
 the results file's table (date, kernel, commit of the source tree, seeds,
 requests by kind, CPU seconds, divergences).  A divergence's seed and
 shrunk reproducer are printed as the checker prints them, and the exit
-status is 1.  The results file is what doc/testing.md cites: long runs
+status is 1.  --remote runs the checker's remote mode (the requests on a
+target child's pidfd through the inject backend); its rows name the
+kernel "... remote".  The results file is what doc/testing.md cites: long runs
 update it by running this script, not by editing prose.
 """
 import argparse
@@ -22,7 +24,7 @@ import subprocess
 import sys
 
 SUMMARY = re.compile(
-    r"thp_model: kernel (?P<kernel>\S+): (?P<cases>\d+) cases \(HUGE (?P<huge>\d+), "
+    r"thp_model: kernel (?P<kernel>\S+(?: remote)?): (?P<cases>\d+) cases \(HUGE (?P<huge>\d+), "
     r"NOHUGE (?P<nohuge>\d+), COLLAPSE (?P<collapse>\d+); (?P<all>\d+) thp_apply_all, "
     r"(?P<policy>\d+) policy sequences, (?P<many>\d+) with 100\+ ranges, "
     r"(?P<big>\d+) past 2 GiB\) in [0-9.]+ s: (?P<div>\d+) divergences, "
@@ -50,6 +52,8 @@ def main():
     ap.add_argument("--first", type=int, default=1, help="first seed")
     ap.add_argument("--cases", type=int, required=True, help="number of seeds")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--remote", action="store_true",
+                    help="remote mode: the requests on a target child (THP_MODEL_REMOTE=1)")
     ap.add_argument("--results", help="markdown file whose table gets the row")
     ap.add_argument("--source", default=os.path.join(os.path.dirname(__file__), "..", ".."),
                     help="source tree whose commit the row names")
@@ -62,7 +66,8 @@ def main():
     procs, first = [], args.first
     for j in range(jobs):
         n = per + (1 if j < extra else 0)
-        env = dict(os.environ, THP_MODEL_FIRST_SEED=str(first), THP_MODEL_CASES=str(n))
+        env = dict(os.environ, THP_MODEL_FIRST_SEED=str(first), THP_MODEL_CASES=str(n),
+                   THP_MODEL_REMOTE="1" if args.remote else "0")
         procs.append(subprocess.Popen([args.checker], env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
         first += n
@@ -83,6 +88,10 @@ def main():
             sys.stdout.write(out)
             status = 1
         kernel = m["kernel"]
+        if args.remote != kernel.endswith(" remote"):
+            sys.stdout.write(out)
+            print("long_run: the checker did not run in the mode asked", file=sys.stderr)
+            return 2
         for k in COUNTS:
             totals[k] += int(m[k])
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -30,13 +30,20 @@
  * A divergence prints the seed and a shrunk reproducer (fewest mappings,
  * fewest ranges, fewest calls), and is replayed with THP_MODEL_SEED=<seed>.
  *
+ * Remote mode (--remote as the first argument, or THP_MODEL_REMOTE=1;
+ * remote.c): the same cases, the layout built in a target child that waits
+ * in read(), the requests made on its pidfd through the inject backend and
+ * the kernel's paths for another process, checked on the target's smaps,
+ * a child it forks, and what it and its forked and exec()ed children read.
+ *
  * Environment: THP_MODEL_CASES (default: argv[1], else 200),
  * THP_MODEL_FIRST_SEED (default 1), THP_MODEL_SEED (replay one case),
  * THP_MODEL_BIG=0 (no 2 GiB mappings), THP_MODEL_VERBOSE=1.
  *
  * The parts: generator.c (the case from a seed), layout.c (its mappings),
  * snapshot.c (smaps, pagemap), compare.c (one call against the model),
- * policy.c (policy sequences), run.c (the runs in children), shrink.c.
+ * policy.c (policy sequences), run.c (the runs in children), remote.c
+ * (remote mode), shrink.c.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -88,7 +95,8 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
 
 int main(int argc, char **argv)
 {
-	uint64_t cases = env_u64("THP_MODEL_CASES", argc > 1 ? strtoull(argv[1], NULL, 0) : 200);
+	char *self = argv[0];
+	uint64_t cases;
 	uint64_t first = env_u64("THP_MODEL_FIRST_SEED", 1);
 	bool replay = getenv("THP_MODEL_SEED") != NULL;
 	/* valgrind's address space manager is not for 2 GiB mappings. */
@@ -102,6 +110,13 @@ int main(int argc, char **argv)
 	struct utsname u;
 	char msg[1200];
 
+	remote_mode = env_u64("THP_MODEL_REMOTE", 0) != 0;
+	if (argc > 1 && !strcmp(argv[1], "--remote")) {
+		remote_mode = true;
+		argv++;
+		argc--;
+	}
+	cases = env_u64("THP_MODEL_CASES", argc > 1 ? strtoull(argv[1], NULL, 0) : 200);
 	page = (size_t)sysconf(_SC_PAGESIZE);
 	/* Room for every mapping a case has (10,000 ranges split at most that many). */
 	snap.cap = 1u << 16;
@@ -132,10 +147,11 @@ int main(int argc, char **argv)
 		first = env_u64("THP_MODEL_SEED", 0);
 		cases = 1;
 	}
-	printf("thp_model: kernel %s, THP mode %u, backends 0x%x, PROCMAP_QUERY %d, guard %d, "
+	printf("thp_model: %smode, kernel %s, THP mode %u, backends 0x%x, PROCMAP_QUERY %d, guard %d, "
 	       "mseal %d, COLLAPSE truth %d; defaults: PMADV %d, RFC prctl %d, a new mm keeps "
 	       "hg %d, the prctl advises existing %d, start state disable %d fresh %u; seeds %"
-	       PRIu64 "..%" PRIu64 "\n", u.release, pinfo.thp_mode, pinfo.backends,
+	       PRIu64 "..%" PRIu64 "\n", remote_mode ? "remote " : "local ", u.release,
+	       pinfo.thp_mode, pinfo.backends,
 	       pinfo.procmap_query, have_guard, have_mseal, have_pfn, kern.pmadv_default,
 	       kern.rfc_prctl, kern.new_mm_keeps_hg, kern.prctl_advises, start_state.disable,
 	       start_state.def, first, first + cases - 1);
@@ -172,7 +188,8 @@ int main(int argc, char **argv)
 			shrink(&c, msg, sizeof(msg));
 			printf("  shrunk reproducer: %s\n", msg);
 			print_case(stdout, &c);
-			printf("  replay: THP_MODEL_SEED=%" PRIu64 " %s\n", seed, argv[0]);
+			printf("  replay: THP_MODEL_SEED=%" PRIu64 "%s %s\n", seed,
+			       remote_mode ? " THP_MODEL_REMOTE=1" : "", self);
 		}
 		free(c.ranges);
 		/* A long run says how far it got (it may be stopped before the end). */
@@ -188,10 +205,11 @@ int main(int argc, char **argv)
 	for (int k = 0; k < KIND_NR; k++)
 		printf(" %s %" PRIu64 " in %.1f s%s", kind_label[k], kind_n[k], kind_s[k],
 		       k + 1 < KIND_NR ? "," : "\n");
-	printf("thp_model: kernel %s: %" PRIu64 " cases (HUGE %" PRIu64 ", NOHUGE %" PRIu64
+	printf("thp_model: kernel %s%s: %" PRIu64 " cases (HUGE %" PRIu64 ", NOHUGE %" PRIu64
 	       ", COLLAPSE %" PRIu64 "; %" PRIu64 " thp_apply_all, %" PRIu64 " policy sequences, %" PRIu64 " with 100+ ranges, %"
 	       PRIu64 " past 2 GiB) in %.1f s: %" PRIu64
-	       " divergences, %" PRIu64 " layouts not buildable\n", u.release, done,
+	       " divergences, %" PRIu64 " layouts not buildable\n", u.release,
+	       remote_mode ? " remote" : "", done,
 	       by_advice[THP_ADVICE_HUGE], by_advice[THP_ADVICE_NOHUGE],
 	       by_advice[THP_ADVICE_COLLAPSE], all_calls, policy_seqs, many, big,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, diverged,

@@ -399,3 +399,43 @@ void model_policy_step(const struct model_kernel *k, struct model_policy_state *
 	    out->backend_used != THP_BACKEND_PRCTL_DISABLE)
 		out->advises_existing = advice_of(policy);
 }
+
+void model_remote_policy_step(const struct model_kernel *k, struct model_policy_state *s,
+			      bool set, uint32_t policy, uint32_t flags,
+			      struct model_policy_answer *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!set) {
+		/*
+		 * thp_get_default(3): another process's policy "is read from the
+		 * THP_enabled: line of /proc/PID/status, which shows only whether
+		 * THP is disabled completely"; SYSTEM and NOHUGE look the same
+		 * there, and "that case fails with -EOPNOTSUPP rather than guess".
+		 */
+		if (k->status_thp_enabled && s->disable == MODEL_THP_DISABLED) {
+			out->policy = THP_POLICY_NEVER;
+			out->backend_used = THP_BACKEND_PRCTL_DISABLE;
+			out->persistent = true;
+		} else {
+			out->ret = -EOPNOTSUPP;
+		}
+		return;
+	}
+	/*
+	 * thp_set_default(3), "Another process: the inject backend": the
+	 * target issues PR_SET_THP_DISABLE itself, so NEVER, NOHUGE (6.18)
+	 * and SYSTEM, persistent, backend_used INJECT, no mapping advised;
+	 * HUGE fails with -EOPNOTSUPP.  The RFC prctl is not PR_SET_THP_DISABLE:
+	 * declared, it is a mechanism this backend does not have (-EOPNOTSUPP).
+	 */
+	if (policy == THP_POLICY_HUGE || (flags & THP_DEFAULT_F_RFC_PRCTL) ||
+	    (policy == THP_POLICY_NOHUGE && !k->except_advised)) {
+		out->ret = -EOPNOTSUPP;
+		return;
+	}
+	s->disable = policy == THP_POLICY_NEVER  ? MODEL_THP_DISABLED :
+		     policy == THP_POLICY_NOHUGE ? MODEL_THP_EXCEPT_ADVISED :
+						   MODEL_THP_ENABLED;
+	out->backend_used = THP_BACKEND_INJECT;
+	out->persistent = true;
+}

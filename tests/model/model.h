@@ -117,6 +117,7 @@ struct model_kernel {
 	bool rfc_prctl;       /* PR_SET_THP_POLICY at 78/79 (an RFC kernel) */
 	bool new_mm_keeps_hg; /* a new mm keeps a MADV_HUGEPAGE default (the RFC's fix) */
 	bool prctl_advises;   /* PR_SET_THP_POLICY advises existing mappings (the RFC's fix) */
+	bool status_thp_enabled; /* /proc/PID/status has THP_enabled: */
 };
 
 /* The default-policy state of a process's mm. */
@@ -149,5 +150,13 @@ struct model_policy_answer {
  */
 void model_policy_step(const struct model_kernel *k, struct model_policy_state *s, bool set,
 		       uint32_t policy, uint32_t flags, struct model_policy_answer *out);
+
+/*
+ * The same call on another process (a pidfd): thp_set_default() through
+ * THP_BACKEND_INJECT, thp_get_default() with AUTO; updates *s.
+ */
+void model_remote_policy_step(const struct model_kernel *k, struct model_policy_state *s,
+			      bool set, uint32_t policy, uint32_t flags,
+			      struct model_policy_answer *out);
 
 #endif

@@ -19,13 +19,15 @@
 
 #include "checker.h"
 
-/* THP_enabled: of /proc/self/status, -1 when the kernel has no such line. */
-static int status_thp_enabled(void)
+/* THP_enabled: of truth_pid's /proc/PID/status, -1 when the kernel has no such line. */
+int status_thp_enabled(void)
 {
-	char buf[8192];
+	char buf[8192], path[40] = "/proc/self/status";
 	const char *p;
 
-	if (read_file("/proc/self/status", buf, sizeof(buf)) <= 0)
+	if (truth_pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)truth_pid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
 		return -1;
 	p = strstr(buf, "THP_enabled:");
 	return p ? atoi(p + 12) : -1;
@@ -123,6 +125,7 @@ int measure_kernel(void)
 	long g;
 
 	kern.except_advised = pinfo.thp_disable_except_advised;
+	kern.status_thp_enabled = status_thp_enabled() >= 0;
 	kern.pmadv_default = pinfo.pmadv_set_default;
 	if (kern.pmadv_default) {
 		g = prctl(79, 0, 0, 0, 0);
@@ -166,11 +169,20 @@ static int exec_report_state(void)
 	return 65;
 }
 
+/* report_state() as a forked and as an exec()ed child of this process say it. */
+void children_state(int *forked, int *execed)
+{
+	*forked = child_says(report_state);
+	*execed = child_says(exec_report_state);
+}
+
 /* The state in a forked and an exec()ed child: what model_new_mm() says. */
 static bool check_children(const struct model_policy_state *s)
 {
 	struct model_policy_state child;
-	int want, forked = child_says(report_state), execed = child_says(exec_report_state);
+	int want, forked, execed;
+
+	children_state(&forked, &execed);
 
 	model_new_mm(&kern, s, &child);
 	want = child.disable | (int)model_fresh(&child) << 2;
@@ -194,7 +206,8 @@ static bool check_children(const struct model_policy_state *s)
 #define UNDER_SANITIZER 0
 #endif
 
-static uint64_t judged_lo, judged_hi; /* under a sanitizer: [lo, hi) holds the case's mappings */
+/* Under a sanitizer: [lo, hi) holds the case's mappings (remote.c: all the target's). */
+uint64_t judged_lo, judged_hi;
 
 /*
  * After a call: every mapping there before has the advice the model gives
@@ -207,7 +220,7 @@ static uint64_t judged_lo, judged_hi; /* under a sanitizer: [lo, hi) holds the c
  * with 39 unadvised before; the 40th was a new mapping with nh right
  * after the program, where the heap goes).
  */
-static bool check_existing(size_t step, unsigned int advises, uint64_t *appeared)
+bool check_existing(size_t step, unsigned int advises, uint64_t *appeared)
 {
 	*appeared = 0;
 	if (snap_read(&snap))

@@ -88,7 +88,7 @@ static void case_child(const struct case_spec *c, int wfd)
 	nr_runs = 0;
 	for (size_t b = 0; b < sizeof(all_backends) / sizeof(all_backends[0]); b++)
 		for (int text = 0; text < 2; text++) {
-			struct run_cfg r = { all_backends[b], text, false };
+			struct run_cfg r = { all_backends[b], text, false, THP_SELF };
 			int p[2], st;
 			pid_t pid;
 			ssize_t n;
@@ -132,6 +132,8 @@ int run_case(const struct case_spec *c, char *msg, size_t cap)
 	pid_t pid;
 	ssize_t n;
 
+	if (remote_mode)
+		return remote_run_case(c, msg, cap);
 	msg[0] = 0;
 	if (pipe(p))
 		return 1;

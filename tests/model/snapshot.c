@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* thp_model's truth: snapshots of /proc/self/smaps, and pagemap and kpageflags for huge pages. */
+/* thp_model's truth: snapshots of /proc/PID/smaps, and pagemap and kpageflags for huge pages. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -16,17 +16,22 @@
 
 #include "checker.h"
 
-/* ---- the truth: /proc/self/smaps, pagemap and kpageflags ---- */
+/* ---- the truth: /proc/PID/smaps, pagemap and kpageflags ---- */
 
-/* Read every mapping of this process; allocates nothing (the caller sized @s). */
+pid_t truth_pid;
+
+/* Read every mapping of truth_pid's process; allocates nothing (the caller sized @s). */
 int snap_read(struct snapshot *s)
 {
 	static char buf[1 << 16];
-	char line[4096];
+	char line[4096], path[40] = "/proc/self/smaps";
 	size_t len = 0, have = 0, pos = 0;
-	int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
 	struct vma *cur = NULL;
+	int fd;
 
+	if (truth_pid)
+		snprintf(path, sizeof(path), "/proc/%d/smaps", (int)truth_pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	s->n = 0;

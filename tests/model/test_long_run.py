@@ -14,10 +14,10 @@ long_run, checker = sys.argv[1], sys.argv[2]
 failures = []
 
 
-def run(checker_path, first, cases, results, jobs=2):
+def run(checker_path, first, cases, results, jobs=2, extra=()):
     return subprocess.run([sys.executable, long_run, "--checker", checker_path,
                            "--first", str(first), "--cases", str(cases),
-                           "--jobs", str(jobs), "--results", results],
+                           "--jobs", str(jobs), "--results", results] + list(extra),
                           capture_output=True, text=True, timeout=600)
 
 
@@ -82,6 +82,18 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run(broken, 1, 2, results)
     expect(r.returncode == 2, "no summary: exit %d, expected 2" % r.returncode, r)
     expect(len(rows(results)) == 3, "no row for a run without summaries")
+
+    # --remote: the real checker's remote mode, a row whose kernel says so.
+    r = run(checker, 3, 2, results, extra=["--remote"])
+    expect(r.returncode == 0, "real checker, remote, seeds 3-4: exit %d" % r.returncode, r)
+    got = rows(results)
+    expect(len(got) == 4 and got[-1].split("|")[2].strip().endswith(" remote"),
+           "the remote row names the mode: %r" % got[-1:])
+    # A checker that ignores THP_MODEL_REMOTE: exit 2, no row.
+    r = run(fake, 1, 2, results, extra=["--remote"])
+    expect(r.returncode == 2, "a local summary for --remote: exit %d, expected 2"
+           % r.returncode, r)
+    expect(len(rows(results)) == 4, "no row for a run in the wrong mode")
 
 print("long_run: OK" if not failures else "long_run: %d failures" % len(failures))
 sys.exit(1 if failures else 0)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Guest check: tests/model's checker (the host's thp_model program) on this
- * kernel, its fixed seeds and the seeds of divergences it found in guests.
+ * kernel, its fixed seeds and the seeds of divergences it found in guests,
+ * and its remote mode (the requests on a target child's pidfd).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -16,11 +17,17 @@
  * line says how many cases ran, in how long, and how many diverged.
  */
 #define VM_MODEL_CASES "20"
+/*
+ * The remote mode's fixed seeds: fewer, each case builds its layout again
+ * for every backend in a target child; the 1,000-case runs per kernel are
+ * the long mode's (doc/results/model-long-runs.md).
+ */
+#define VM_MODEL_REMOTE_CASES "10"
 
 /*
  * The long mode (run_vm.sh with THP_MODEL_VM_CASES=N): thp_model_cases=N
  * and thp_model_first=S on the kernel command line, and only the model
- * checker runs (thp_model_only).
+ * checker runs (thp_model_only), in remote mode with thp_model_remote.
  */
 static char conf_model[256], model_cases[24] = VM_MODEL_CASES, model_first[48];
 static bool model_only;
@@ -41,18 +48,18 @@ static const char *const vm_model_regressions[] = { "THP_MODEL_SEED=29", "THP_MO
 						    "THP_MODEL_SEED=104" };
 
 /* One thp_model run; its summary line, and on failure everything it printed. */
-static void model_run(char *const envp[])
+static void model_run(char *const envp[], char *cases)
 {
 	static char out[65536];
-	char *argv[] = { conf_model, model_cases, NULL };
-	char *first_env[] = { model_first, NULL };
+	char *argv[] = { conf_model, cases, NULL };
+	char *env[3] = { envp[0], NULL, NULL };
 	const char *last, *times;
 	int st;
 
 	/* The fixed seeds start at 1; the long mode may start elsewhere. */
-	if (!envp[0] && model_first[0])
-		envp = first_env;
-	st = run_capture(argv, envp, out, sizeof(out));
+	if (model_first[0] && !(envp[0] && !strncmp(envp[0], "THP_MODEL_SEED=", 15)))
+		env[envp[0] ? 1 : 0] = model_first;
+	st = run_capture(argv, env, out, sizeof(out));
 	last = strstr(out, "thp_model: kernel");
 	while (last && strstr(last + 1, "thp_model: kernel"))
 		last = strstr(last + 1, "thp_model: kernel");
@@ -69,10 +76,11 @@ static void model_run(char *const envp[])
 	}
 }
 
-void check_model(const char *model, const char *cases, const char *first, bool only)
+void check_model(const char *model, const char *cases, const char *first, bool only, bool remote)
 {
 	int before = nfail;
-	char *none[] = { NULL };
+	char *none[] = { NULL }, *remote_env[] = { (char *)"THP_MODEL_REMOTE=1", NULL };
+	char remote_cases[] = VM_MODEL_REMOTE_CASES;
 
 	snprintf(conf_model, sizeof(conf_model), "%s", model ? model : "");
 	if (cases)
@@ -84,12 +92,18 @@ void check_model(const char *model, const char *cases, const char *first, bool o
 		fail("model", "thp_model missing from /vmtest.conf");
 		return;
 	}
-	model_run(none);
-	for (size_t i = 0; !model_only && i < sizeof(vm_model_regressions) / sizeof(vm_model_regressions[0]); i++) {
+	if (model_only) {
+		model_run(remote ? remote_env : none, model_cases);
+		goto out;
+	}
+	model_run(none, model_cases);
+	for (size_t i = 0; i < sizeof(vm_model_regressions) / sizeof(vm_model_regressions[0]); i++) {
 		char *env[] = { (char *)vm_model_regressions[i], NULL };
 
-		model_run(env);
+		model_run(env, model_cases);
 	}
+	model_run(remote_env, remote_cases);
+out:
 	if (nfail == before)
 		pass("model");
 }

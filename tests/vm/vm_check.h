@@ -129,7 +129,9 @@ void check_thpctl(const char *thpctl, const char *preload, const char *child_rep
 void check_mthp(const char *thpctl, const char *preload, const char *toucher);
 
 /* model_seeds.c: the host's thp_model with @cases cases from seed @first (NULL: 1),
- * then (unless @only) the seeds of divergences found in guests. */
-void check_model(const char *model, const char *cases, const char *first, bool only);
+ * then (unless @only) the seeds of divergences found in guests and a few remote
+ * cases; with @only just the @cases, in remote mode if @remote. */
+void check_model(const char *model, const char *cases, const char *first, bool only,
+		 bool remote);
 
 #endif

@@ -221,7 +221,8 @@ int main(int argc, char **argv)
 
 		/* The model checker's long mode (run_vm.sh, THP_MODEL_VM_CASES). */
 		if (strstr(cmdline, "thp_model_only")) {
-			check_model(conf_model, has_cases ? cases : NULL, has_first ? first : NULL, true);
+			check_model(conf_model, has_cases ? cases : NULL, has_first ? first : NULL, true,
+				    strstr(cmdline, "thp_model_remote") != NULL);
 			goto done;
 		}
 		/* The folio-size check alone (run_vm.sh, THP_VM_ONLY=mthp): for working on it. */
@@ -259,7 +260,7 @@ int main(int argc, char **argv)
 	}
 #ifndef VM_INIT_LIB_ONLY
 	/* Last: hundreds of processes and a few hundred MiB touched in the guest. */
-	check_model(conf_model, NULL, NULL, false);
+	check_model(conf_model, NULL, NULL, false, false);
 #endif
 done:
 	printf("VMTEST DONE (%d failed)\n", nfail);
