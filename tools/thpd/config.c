@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* thpd: the configuration, /etc/thpd.conf and /etc/thpd.d/\*.conf, read with libinih. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ini.h>
+
+#include "thpd.h"
+
+static const char *const policy_names[] = { "huge", "never", "nohuge", "system", "ignore" };
+
+const char *thpd_policy_name(int policy)
+{
+	return policy >= 0 && policy <= THPD_IGNORE ? policy_names[policy] : "unset";
+}
+
+struct parse_ctx {
+	struct thpd_config *c;
+	const char *file;
+	/* libinih (Debian's build) gives the handler no line number: the
+	 * reader counts the lines it hands out. */
+	FILE *fp;
+	int line;
+	int section_line;
+	bool at_line_start;
+	char section[256];
+	int in_rule;         /* -1 none, else rule index */
+	bool in_daemon;
+	char **err;
+	size_t errlen;
+	int nerr;
+};
+
+static void add_err(struct parse_ctx *p, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void add_err(struct parse_ctx *p, int line, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	char *n;
+	int len;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	p->nerr++;
+	len = snprintf(NULL, 0, "%s:%d: %s\n", p->file, line, msg);
+	n = realloc(*p->err, p->errlen + (size_t)len + 1);
+	if (!n)
+		return;
+	snprintf(n + p->errlen, (size_t)len + 1, "%s:%d: %s\n", p->file, line, msg);
+	*p->err = n;
+	p->errlen += (size_t)len;
+}
+
+static char *reader(char *str, int num, void *stream)
+{
+	struct parse_ctx *p = stream;
+	char *r = fgets(str, num, p->fp);
+	const char *s;
+
+	if (!r)
+		return NULL;
+	if (p->at_line_start) {
+		p->line++;
+		for (s = r; *s == ' ' || *s == '\t'; s++)
+			;
+		if (*s == '[')
+			p->section_line = p->line;
+	}
+	p->at_line_start = strchr(r, '\n') != NULL;
+	return r;
+}
+
+/* "256M", "4k", "1G", plain bytes. */
+static int parse_size(const char *v, uint64_t *out)
+{
+	char *end;
+	unsigned long long n;
+	uint64_t mul = 1;
+
+	if (!isdigit((unsigned char)*v))
+		return -1;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno)
+		return -1;
+	switch (toupper((unsigned char)*end)) {
+	case 'K': mul = 1ULL << 10; end++; break;
+	case 'M': mul = 1ULL << 20; end++; break;
+	case 'G': mul = 1ULL << 30; end++; break;
+	case 'T': mul = 1ULL << 40; end++; break;
+	default: break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+	if (*end || n > UINT64_MAX / mul)
+		return -1;
+	*out = n * mul;
+	return 0;
+}
+
+static int parse_uint(const char *v, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long n;
+
+	if (!isdigit((unsigned char)*v))
+		return -1;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno || *end || n > max)
+		return -1;
+	*out = n;
+	return 0;
+}
+
+/* "2%" or "2.5%": a share of one core, 0 < share <= 100%. */
+static int parse_percent(const char *v, double *out)
+{
+	char *end;
+	double d;
+
+	if (!isdigit((unsigned char)*v))
+		return -1;
+	errno = 0;
+	d = strtod(v, &end);
+	if (errno || strcmp(end, "%") != 0 || d <= 0 || d > 100)
+		return -1;
+	*out = d / 100.0;
+	return 0;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "on"))
+		*out = true;
+	else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "off"))
+		*out = false;
+	else
+		return -1;
+	return 0;
+}
+
+static int parse_user(const char *v, uid_t *uid)
+{
+	uint64_t n;
+	struct passwd *pw;
+
+	if (parse_uint(v, UINT32_MAX - 1, &n) == 0) {
+		*uid = (uid_t)n;
+		return 0;
+	}
+	pw = getpwnam(v);
+	if (!pw)
+		return -1;
+	*uid = pw->pw_uid;
+	return 0;
+}
+
+static void rule_free(struct thpd_rule *r)
+{
+	free(r->name);
+	free(r->cgroup);
+	free(r->exe);
+	free(r->user);
+	free(r->file);
+}
+
+static int new_rule(struct parse_ctx *p, const char *name)
+{
+	struct thpd_config *c = p->c;
+	struct thpd_rule *n;
+	size_t i;
+
+	for (i = 0; i < c->nrules; i++) {
+		if (!strcmp(c->rules[i].name, name)) {
+			add_err(p, p->section_line, "rule \"%s\" is already defined at %s:%d", name,
+				c->rules[i].file, c->rules[i].line);
+			return -1;
+		}
+	}
+	n = realloc(c->rules, (c->nrules + 1) * sizeof(*n));
+	if (!n)
+		return -1;
+	c->rules = n;
+	n = &c->rules[c->nrules];
+	memset(n, 0, sizeof(*n));
+	n->name = strdup(name);
+	n->file = strdup(p->file);
+	n->line = p->section_line;
+	n->policy = -1;
+	n->max_bytes = 256ULL << 20;
+	n->max_ns = 50ULL * 1000000;
+	if (!n->name || !n->file) {
+		rule_free(n);
+		return -1;
+	}
+	return (int)c->nrules++;
+}
+
+static int set_str(char **dst, const char *v)
+{
+	char *s = strdup(v);
+
+	if (!s)
+		return -1;
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct parse_ctx *p = user;
+	struct thpd_config *c = p->c;
+	int line = p->line;
+
+	if (strcmp(section, p->section) != 0) {
+		snprintf(p->section, sizeof(p->section), "%s", section);
+		p->in_daemon = !strcmp(section, "daemon");
+		p->in_rule = -1;
+		if (!strncmp(section, "rule ", 5) && section[5]) {
+			const char *nm = section + 5;
+
+			while (*nm == ' ')
+				nm++;
+			p->in_rule = new_rule(p, nm);
+			if (p->in_rule < 0)
+				p->in_rule = -2;
+		} else if (!p->in_daemon) {
+			add_err(p, p->section_line, "unknown section [%s] (expected [daemon] or [rule NAME])",
+				section);
+		}
+	}
+	if (p->in_daemon) {
+		uint64_t n;
+
+		if (!strcmp(name, "interval_ms")) {
+			if (parse_uint(value, 3600000, &n) || n < 10)
+				add_err(p, line, "interval_ms: expected 10 to 3600000, got \"%s\"", value);
+			else
+				c->interval_ms = n;
+		} else if (!strcmp(name, "cpu_budget")) {
+			if (parse_percent(value, &c->cpu_budget))
+				add_err(p, line, "cpu_budget: expected a percentage such as 2%%, got \"%s\"", value);
+		} else if (!strcmp(name, "catchup_budget")) {
+			if (parse_percent(value, &c->catchup_budget))
+				add_err(p, line, "catchup_budget: expected a percentage such as 25%%, got \"%s\"",
+					value);
+		} else if (!strcmp(name, "metrics_file")) {
+			if (value[0] != '/')
+				add_err(p, line, "metrics_file: expected an absolute path");
+			else
+				set_str(&c->metrics_file, value);
+		} else if (!strcmp(name, "listen")) {
+			set_str(&c->listen, value);
+		} else if (!strcmp(name, "top_processes")) {
+			if (parse_uint(value, 10000, &n))
+				add_err(p, line, "top_processes: expected 0 to 10000, got \"%s\"", value);
+			else
+				c->top = (unsigned)n;
+		} else {
+			add_err(p, line, "unknown key \"%s\" in [daemon]", name);
+		}
+	} else if (p->in_rule >= 0) {
+		struct thpd_rule *r = &c->rules[p->in_rule];
+		size_t i;
+		uint64_t n;
+
+		if (!strcmp(name, "cgroup")) {
+			set_str(&r->cgroup, value[0] == '/' ? value + 1 : value);
+		} else if (!strcmp(name, "exe")) {
+			set_str(&r->exe, value);
+		} else if (!strcmp(name, "user")) {
+			if (parse_user(value, &r->uid))
+				add_err(p, line, "user: no such user \"%s\"", value);
+			else
+				set_str(&r->user, value);
+		} else if (!strcmp(name, "policy")) {
+			r->policy = -1;
+			for (i = 0; i <= THPD_IGNORE; i++)
+				if (!strcmp(value, policy_names[i]))
+					r->policy = (int)i;
+			if (r->policy < 0)
+				add_err(p, line, "policy: expected huge, never, nohuge, system or ignore, got \"%s\"",
+					value);
+		} else if (!strcmp(name, "enforce")) {
+			if (!strcmp(value, "inject"))
+				r->inject = true;
+			else if (!strcmp(value, "report"))
+				r->inject = false;
+			else
+				add_err(p, line, "enforce: expected report or inject, got \"%s\"", value);
+		} else if (!strcmp(name, "max_bytes_per_pass")) {
+			if (parse_size(value, &r->max_bytes) || r->max_bytes == 0)
+				add_err(p, line, "max_bytes_per_pass: expected a size such as 256M, got \"%s\"",
+					value);
+		} else if (!strcmp(name, "max_ms_per_pass")) {
+			if (parse_uint(value, 60000, &n) || n == 0)
+				add_err(p, line, "max_ms_per_pass: expected 1 to 60000, got \"%s\"", value);
+			else
+				r->max_ns = n * 1000000;
+		} else if (!strcmp(name, "setuid")) {
+			if (parse_bool(value, &r->setuid))
+				add_err(p, line, "setuid: expected yes or no, got \"%s\"", value);
+		} else if (!strcmp(name, "override_own_policy")) {
+			if (parse_bool(value, &r->override_own))
+				add_err(p, line, "override_own_policy: expected yes or no, got \"%s\"", value);
+		} else {
+			add_err(p, line, "unknown key \"%s\" in [rule %s]", name, r->name);
+		}
+	}
+	/* Always 1: the errors are collected here, with their lines. */
+	return 1;
+}
+
+static void parse_one(struct parse_ctx *p, const char *path)
+{
+	size_t first = p->c->nrules, i;
+	int r;
+
+	p->file = path;
+	p->fp = fopen(path, "re");
+	if (!p->fp) {
+		add_err(p, 0, "cannot open: %s", strerror(errno));
+		return;
+	}
+	p->line = 0;
+	p->section_line = 0;
+	p->at_line_start = true;
+	p->section[0] = '\0';
+	p->in_rule = -1;
+	p->in_daemon = false;
+	r = ini_parse_stream(reader, p, handler, p);
+	if (r > 0)
+		add_err(p, r, "syntax error (expected [section], key = value or a comment)");
+	else if (r < 0)
+		add_err(p, 0, "cannot read");
+	fclose(p->fp);
+	p->fp = NULL;
+	for (i = first; i < p->c->nrules; i++) {
+		struct thpd_rule *ru = &p->c->rules[i];
+
+		if (!ru->cgroup && !ru->exe && !ru->user)
+			add_err(p, ru->line, "rule \"%s\" has no cgroup, exe or user to match", ru->name);
+		if (ru->policy < 0)
+			add_err(p, ru->line, "rule \"%s\" has no policy", ru->name);
+		if (ru->inject && (ru->policy == THPD_HUGE || ru->policy == THPD_IGNORE))
+			add_err(p, ru->line, "rule \"%s\": enforce = inject is for never, nohuge and system",
+				ru->name);
+	}
+}
+
+static int conf_filter(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+
+	return d->d_name[0] != '.' && n > 5 && !strcmp(d->d_name + n - 5, ".conf");
+}
+
+int thpd_config_load(struct thpd_config *c, const char *file, bool file_optional,
+		     const char *dir, char **err)
+{
+	struct parse_ctx p = { .c = c, .err = err };
+	size_t i;
+
+	memset(c, 0, sizeof(*c));
+	c->interval_ms = 1000;
+	c->cpu_budget = 0.02;
+	c->catchup_budget = 0.25;
+	c->top = 20;
+	*err = NULL;
+	if (file && !(file_optional && access(file, F_OK) != 0 && errno == ENOENT))
+		parse_one(&p, file);
+	if (dir) {
+		struct dirent **list;
+		int n = scandir(dir, &list, conf_filter, alphasort);
+
+		if (n < 0 && errno != ENOENT) {
+			p.file = dir;
+			add_err(&p, 0, "cannot read the directory: %s", strerror(errno));
+		}
+		for (int k = 0; k < n; k++) {
+			char path[4096];
+
+			snprintf(path, sizeof(path), "%s/%s", dir, list[k]->d_name);
+			parse_one(&p, path);
+			free(list[k]);
+		}
+		if (n >= 0)
+			free(list);
+	}
+	for (i = 0; i < c->nrules; i++)
+		if (c->rules[i].user)
+			c->uses_user = true;
+	return p.nerr;
+}
+
+void thpd_config_free(struct thpd_config *c)
+{
+	for (size_t i = 0; i < c->nrules; i++)
+		rule_free(&c->rules[i]);
+	free(c->rules);
+	free(c->metrics_file);
+	free(c->listen);
+	memset(c, 0, sizeof(*c));
+}
+
+void thpd_config_print(const struct thpd_config *c, FILE *out)
+{
+	fprintf(out, "[daemon] interval_ms=%llu cpu_budget=%g%% catchup_budget=%g%% top_processes=%u",
+		(unsigned long long)c->interval_ms, c->cpu_budget * 100, c->catchup_budget * 100, c->top);
+	if (c->metrics_file)
+		fprintf(out, " metrics_file=%s", c->metrics_file);
+	if (c->listen)
+		fprintf(out, " listen=%s", c->listen);
+	fputc('\n', out);
+	for (size_t i = 0; i < c->nrules; i++) {
+		const struct thpd_rule *r = &c->rules[i];
+
+		fprintf(out, "%zu. [rule %s] (%s:%d) policy=%s", i + 1, r->name, r->file, r->line,
+			thpd_policy_name(r->policy));
+		if (r->policy == THPD_NEVER || r->policy == THPD_NOHUGE || r->policy == THPD_SYSTEM)
+			fprintf(out, " enforce=%s", r->inject ? "inject" : "report");
+		if (r->cgroup)
+			fprintf(out, " cgroup=%s", r->cgroup);
+		if (r->exe)
+			fprintf(out, " exe=%s", r->exe);
+		if (r->user)
+			fprintf(out, " user=%s(%u)", r->user, (unsigned)r->uid);
+		if (r->policy == THPD_HUGE)
+			fprintf(out, " max_bytes_per_pass=%llu max_ms_per_pass=%llu",
+				(unsigned long long)r->max_bytes,
+				(unsigned long long)(r->max_ns / 1000000));
+		if (r->setuid)
+			fprintf(out, " setuid=yes");
+		if (r->override_own)
+			fprintf(out, " override_own_policy=yes");
+		fputc('\n', out);
+	}
+}

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* thpd: what it exposes: Prometheus text, the status JSON and the rule list. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "thpd.h"
+
+struct buf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+static void bprintf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void bprintf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->oom)
+		return;
+	for (;;) {
+		size_t room = b->cap - b->len;
+
+		va_start(ap, fmt);
+		n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = true;
+			return;
+		}
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		{
+			size_t ncap = (b->cap + (size_t)n + 1) * 2;
+			char *ns = realloc(b->s, ncap);
+
+			if (!ns) {
+				b->oom = true;
+				return;
+			}
+			b->s = ns;
+			b->cap = ncap;
+		}
+	}
+}
+
+static char *bdone(struct buf *b, size_t *len)
+{
+	if (b->oom || !b->s) {
+		free(b->s);
+		if (!b->oom) {
+			b->s = strdup("");
+			*len = 0;
+			return b->s;
+		}
+		return NULL;
+	}
+	*len = b->len;
+	return b->s;
+}
+
+/* A label value: backslash, quote and newline escaped (exposition format). */
+static void prom_str(struct buf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			bprintf(b, "\\\\");
+		else if (*s == '"')
+			bprintf(b, "\\\"");
+		else if (*s == '\n')
+			bprintf(b, "\\n");
+		else
+			bprintf(b, "%c", *s);
+	}
+}
+
+static void json_str(struct buf *b, const char *s)
+{
+	bprintf(b, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			bprintf(b, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			bprintf(b, "\\u%04x", c);
+		else
+			bprintf(b, "%c", c);
+	}
+	bprintf(b, "\"");
+}
+
+static void head(struct buf *b, const char *name, const char *type, const char *help)
+{
+	bprintf(b, "# HELP thpd_%s %s\n# TYPE thpd_%s %s\n", name, help, name, type);
+}
+
+static void rule_series(struct buf *b, const struct thpd_state *st, const char *name,
+			const char *type, const char *help, size_t off)
+{
+	head(b, name, type, help);
+	for (size_t i = 0; i < st->cfg.nrules; i++) {
+		const struct thpd_rule *r = &st->cfg.rules[i];
+
+		bprintf(b, "thpd_%s{rule=\"", name);
+		prom_str(b, r->name);
+		bprintf(b, "\"} %llu\n", (unsigned long long)*(const uint64_t *)((const char *)r + off));
+	}
+}
+
+static size_t collect(const struct thpd_state *st, const struct thpd_proc ***out)
+{
+	const struct thpd_proc **v = malloc((st->nprocs + 1) * sizeof(*v));
+	size_t n = 0;
+
+	*out = v;
+	if (!v)
+		return 0;
+	for (size_t i = 0; i < st->nhash; i++)
+		for (const struct thpd_proc *p = st->hash[i]; p; p = p->next)
+			if (n < st->nprocs && p->rule >= 0)
+				v[n++] = p;
+	return n;
+}
+
+static int by_anon(const void *a, const void *b)
+{
+	const struct thpd_proc *x = *(const struct thpd_proc *const *)a;
+	const struct thpd_proc *y = *(const struct thpd_proc *const *)b;
+
+	if (x->anon != y->anon)
+		return x->anon < y->anon ? 1 : -1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static void proc_series(struct buf *b, const struct thpd_state *st, const struct thpd_proc **v,
+			size_t n, const char *name, const char *help, size_t off)
+{
+	size_t top = n < st->cfg.top ? n : st->cfg.top;
+
+	head(b, name, "gauge", help);
+	for (size_t i = 0; i < top; i++) {
+		bprintf(b, "thpd_%s{rule=\"", name);
+		prom_str(b, st->cfg.rules[v[i]->rule].name);
+		bprintf(b, "\",pid=\"%d\",comm=\"", (int)v[i]->pid);
+		prom_str(b, v[i]->comm);
+		bprintf(b, "\"} %llu\n",
+			(unsigned long long)*(const uint64_t *)((const char *)v[i] + off));
+	}
+	/* Past the top N, one "rest" series per rule keeps the cardinality bounded. */
+	for (size_t r = 0; r < st->cfg.nrules; r++) {
+		uint64_t sum = 0;
+		bool any = false;
+
+		for (size_t i = top; i < n; i++) {
+			if ((size_t)v[i]->rule == r) {
+				sum += *(const uint64_t *)((const char *)v[i] + off);
+				any = true;
+			}
+		}
+		if (!any)
+			continue;
+		bprintf(b, "thpd_%s{rule=\"", name);
+		prom_str(b, st->cfg.rules[r].name);
+		bprintf(b, "\",pid=\"rest\",comm=\"\"} %llu\n", (unsigned long long)sum);
+	}
+}
+
+char *thpd_metrics_text(const struct thpd_state *st, size_t *len)
+{
+	struct buf b = { 0 };
+	const struct thpd_proc **v;
+	size_t n = collect(st, &v);
+
+	qsort(v, n, sizeof(*v), by_anon);
+	rule_series(&b, st, "rule_processes", "gauge", "Processes matched by the rule.",
+		    offsetof(struct thpd_rule, processes));
+	rule_series(&b, st, "rule_anon_bytes", "gauge",
+		    "Resident anonymous memory of the rule's processes (smaps Anonymous).",
+		    offsetof(struct thpd_rule, anon));
+	rule_series(&b, st, "rule_huge_bytes", "gauge",
+		    "Of it, in huge pages (smaps AnonHugePages).", offsetof(struct thpd_rule, huge));
+	rule_series(&b, st, "rule_alignable_bytes", "gauge",
+		    "Anonymous memory in whole 2 MiB-aligned extents that could be huge.",
+		    offsetof(struct thpd_rule, alignable));
+	head(&b, "rule_policy_enforced", "gauge",
+	     "1 when the rule's policy is acted on (huge, or enforce = inject), 0 when only reported.");
+	for (size_t i = 0; i < st->cfg.nrules; i++) {
+		const struct thpd_rule *r = &st->cfg.rules[i];
+
+		bprintf(&b, "thpd_rule_policy_enforced{rule=\"");
+		prom_str(&b, r->name);
+		bprintf(&b, "\",policy=\"%s\"} %d\n", thpd_policy_name(r->policy),
+			r->policy == THPD_HUGE || r->inject);
+	}
+	head(&b, "rule_noncompliant_huge_bytes", "gauge",
+	     "Huge memory found in processes whose rule says never or nohuge.");
+	for (size_t i = 0; i < st->cfg.nrules; i++) {
+		const struct thpd_rule *r = &st->cfg.rules[i];
+		bool no = r->policy == THPD_NEVER || r->policy == THPD_NOHUGE;
+
+		bprintf(&b, "thpd_rule_noncompliant_huge_bytes{rule=\"");
+		prom_str(&b, r->name);
+		bprintf(&b, "\"} %llu\n", (unsigned long long)(no ? r->huge : 0));
+	}
+	head(&b, "collapses_total", "counter", "2 MiB extents collapsed by the daemon.");
+	for (size_t i = 0; i < st->cfg.nrules; i++) {
+		bprintf(&b, "thpd_collapses_total{rule=\"");
+		prom_str(&b, st->cfg.rules[i].name);
+		bprintf(&b, "\"} %llu\n", (unsigned long long)st->cfg.rules[i].stats.collapses);
+	}
+	head(&b, "collapse_failures_total", "counter", "Extents or passes the kernel refused, by errno.");
+	for (size_t i = 0; i < st->cfg.nrules; i++) {
+		for (int e = 0; e < THPD_NERRNO; e++) {
+			bprintf(&b, "thpd_collapse_failures_total{rule=\"");
+			prom_str(&b, st->cfg.rules[i].name);
+			bprintf(&b, "\",errno=\"%s\"} %llu\n", thpd_errno_label(e),
+				(unsigned long long)st->cfg.rules[i].stats.failures[e]);
+		}
+	}
+	rule_series(&b, st, "bytes_over_budget", "gauge",
+		    "Collapsible memory left by the last pass because a budget was spent.",
+		    offsetof(struct thpd_rule, over_budget));
+	proc_series(&b, st, v, n, "process_anon_bytes", "Resident anonymous memory per process.",
+		    offsetof(struct thpd_proc, anon));
+	proc_series(&b, st, v, n, "process_huge_bytes", "Of it, in huge pages, per process.",
+		    offsetof(struct thpd_proc, huge));
+	proc_series(&b, st, v, n, "process_alignable_bytes",
+		    "Anonymous memory that could be huge, per process.",
+		    offsetof(struct thpd_proc, alignable));
+	head(&b, "cpu_seconds_total", "counter", "CPU time the daemon used.");
+	bprintf(&b, "thpd_cpu_seconds_total %.6f\n", (double)thpd_cpu_ns() / 1e9);
+	head(&b, "pass_duration_seconds", "gauge", "Wall time of the last pass.");
+	bprintf(&b, "thpd_pass_duration_seconds %.6f\n", st->last_pass_s);
+	head(&b, "passes_total", "counter", "Passes done.");
+	bprintf(&b, "thpd_passes_total %llu\n", (unsigned long long)st->passes);
+	head(&b, "rss_bytes", "gauge", "Resident memory of the daemon.");
+	bprintf(&b, "thpd_rss_bytes %llu\n", (unsigned long long)thpd_rss_bytes());
+	free(v);
+	return bdone(&b, len);
+}
+
+char *thpd_json_text(const struct thpd_state *st, size_t *len)
+{
+	struct buf b = { 0 };
+	const struct thpd_proc **v;
+	size_t n = collect(st, &v);
+
+	qsort(v, n, sizeof(*v), by_anon);
+	bprintf(&b, "{\"rules\":[");
+	for (size_t i = 0; i < st->cfg.nrules; i++) {
+		const struct thpd_rule *r = &st->cfg.rules[i];
+
+		bprintf(&b, "%s{\"name\":", i ? "," : "");
+		json_str(&b, r->name);
+		bprintf(&b, ",\"policy\":\"%s\",\"enforced\":%s,\"processes\":%llu,\"anon_bytes\":%llu,"
+			"\"huge_bytes\":%llu,\"alignable_bytes\":%llu,\"collapses\":%llu,\"failures\":{",
+			thpd_policy_name(r->policy),
+			r->policy == THPD_HUGE || r->inject ? "true" : "false",
+			(unsigned long long)r->processes, (unsigned long long)r->anon,
+			(unsigned long long)r->huge, (unsigned long long)r->alignable,
+			(unsigned long long)r->stats.collapses);
+		for (int e = 0, first = 1; e < THPD_NERRNO; e++) {
+			if (!r->stats.failures[e])
+				continue;
+			bprintf(&b, "%s\"%s\":%llu", first ? "" : ",", thpd_errno_label(e),
+				(unsigned long long)r->stats.failures[e]);
+			first = 0;
+		}
+		bprintf(&b, "}}");
+	}
+	bprintf(&b, "],\"processes\":[");
+	for (size_t i = 0; i < n; i++) {
+		bprintf(&b, "%s{\"pid\":%d,\"comm\":", i ? "," : "", (int)v[i]->pid);
+		json_str(&b, v[i]->comm);
+		bprintf(&b, ",\"rule\":");
+		json_str(&b, st->cfg.rules[v[i]->rule].name);
+		bprintf(&b, ",\"anon_bytes\":%llu,\"huge_bytes\":%llu,\"alignable_bytes\":%llu}",
+			(unsigned long long)v[i]->anon, (unsigned long long)v[i]->huge,
+			(unsigned long long)v[i]->alignable);
+	}
+	bprintf(&b, "],\"daemon\":{\"pid\":%d,\"cpu_seconds\":%.6f,\"passes\":%llu,"
+		"\"last_pass_seconds\":%.6f,\"rss_bytes\":%llu}}\n",
+		(int)getpid(), (double)thpd_cpu_ns() / 1e9, (unsigned long long)st->passes,
+		st->last_pass_s, (unsigned long long)thpd_rss_bytes());
+	free(v);
+	return bdone(&b, len);
+}
+
+char *thpd_rules_text(const struct thpd_state *st, size_t *len)
+{
+	char *s = NULL;
+	size_t sz = 0;
+	FILE *f = open_memstream(&s, &sz);
+
+	if (!f)
+		return NULL;
+	thpd_config_print(&st->cfg, f);
+	if (fclose(f) != 0) {
+		free(s);
+		return NULL;
+	}
+	*len = sz;
+	return s;
+}
+
+int thpd_metrics_write_file(const struct thpd_state *st, const char *path)
+{
+	char tmp[4096];
+	size_t len, off = 0;
+	char *text = thpd_metrics_text(st, &len);
+	int fd, ret = 0;
+
+	if (!text)
+		return -ENOMEM;
+	/* Written beside it and renamed: node_exporter never reads half a file. */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		free(text);
+		return -errno;
+	}
+	while (off < len) {
+		ssize_t w = write(fd, text + off, len - off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			break;
+		}
+		off += (size_t)w;
+	}
+	if (close(fd) != 0 && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path) != 0)
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	free(text);
+	return ret;
+}

@@ -1,0 +1,549 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * thpd: one pass: find and match processes, apply each rule's policy, and
+ * spend the CPU budget on the collapses with the highest expected gain.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <elf.h>
+#include <syslog.h>
+
+#include <thp/thp.h>
+
+#include "thpd.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+#define EXTENT (2ULL << 20)
+#define FAILURES_CAP 32
+#define MAX_BACKOFF 64
+
+const int thpd_errnos[THPD_NERRNO - 1] = { EAGAIN, EBUSY, ENOMEM, EINVAL, EPERM };
+
+const char *thpd_errno_label(int slot)
+{
+	static const char *const names[THPD_NERRNO] = { "EAGAIN", "EBUSY", "ENOMEM", "EINVAL",
+							"EPERM", "other" };
+
+	return slot >= 0 && slot < THPD_NERRNO ? names[slot] : "other";
+}
+
+int thpd_errno_slot(int err)
+{
+	for (int i = 0; i < THPD_NERRNO - 1; i++)
+		if (thpd_errnos[i] == err)
+			return i;
+	return THPD_NERRNO - 1;
+}
+
+uint64_t thpd_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t thpd_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t thpd_rss_bytes(void)
+{
+	char buf[256];
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+	unsigned long size, rss;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (sscanf(buf, "%lu %lu", &size, &rss) != 2)
+		return 0;
+	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+void thpd_state_init(struct thpd_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->nhash = 1024;
+	st->hash = calloc(st->nhash, sizeof(*st->hash));
+	st->last_cpu_ns = thpd_cpu_ns();
+	st->last_wall_ns = thpd_mono_ns();
+}
+
+static void proc_free(struct thpd_proc *p)
+{
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	free(p);
+}
+
+static struct thpd_proc **slot_of(struct thpd_state *st, pid_t pid)
+{
+	struct thpd_proc **pp = &st->hash[(size_t)pid % st->nhash];
+
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+void thpd_forget(struct thpd_state *st, pid_t pid)
+{
+	struct thpd_proc **pp = slot_of(st, pid), *p = *pp;
+
+	if (!p)
+		return;
+	*pp = p->next;
+	proc_free(p);
+	st->nprocs--;
+}
+
+void thpd_state_free(struct thpd_state *st)
+{
+	for (size_t i = 0; i < st->nhash; i++) {
+		while (st->hash[i]) {
+			struct thpd_proc *p = st->hash[i];
+
+			st->hash[i] = p->next;
+			proc_free(p);
+		}
+	}
+	free(st->hash);
+	thpd_config_free(&st->cfg);
+	st->hash = NULL;
+}
+
+void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c)
+{
+	for (size_t i = 0; i < c->nrules; i++)
+		for (size_t j = 0; j < st->cfg.nrules; j++)
+			if (!strcmp(c->rules[i].name, st->cfg.rules[j].name))
+				c->rules[i].stats = st->cfg.rules[j].stats;
+	/* Every process is matched again under the new rules; what was
+	 * injected stays done, so a process is never injected twice for the
+	 * same rule name. */
+	for (size_t i = 0; i < st->nhash; i++) {
+		for (struct thpd_proc *p = st->hash[i]; p; p = p->next) {
+			const char *old = p->rule >= 0 ? st->cfg.rules[p->rule].name : NULL;
+			int keep = -1;
+
+			for (size_t k = 0; old && k < c->nrules; k++)
+				if (!strcmp(c->rules[k].name, old))
+					keep = (int)k;
+			p->rule = keep;
+		}
+	}
+	thpd_config_free(&st->cfg);
+	st->cfg = *c;
+	memset(c, 0, sizeof(*c));
+}
+
+static int open_pidfd(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	/* libthp reads descriptor 0 as THP_SELF. */
+	if (fd == 0) {
+		int nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+		close(fd);
+		fd = nfd;
+	}
+	return fd;
+}
+
+/* 1: a setuid/setgid (or file-capability) program, by AT_SECURE or the exe's mode. */
+static int is_secure_exec(pid_t pid)
+{
+	char path[64];
+	uint64_t aux[512];
+	struct stat sb;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &sb) == 0 && (sb.st_mode & (S_ISUID | S_ISGID)))
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;  /* cannot tell: treat as secure, touch nothing */
+	n = read(fd, aux, sizeof(aux));
+	close(fd);
+	for (ssize_t i = 0; i + 1 < n / (ssize_t)sizeof(uint64_t); i += 2) {
+		if (aux[i] == AT_SECURE)
+			return aux[i + 1] != 0;
+		if (aux[i] == AT_NULL)
+			break;
+	}
+	return 0;
+}
+
+int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge)
+{
+	char path[64], buf[4096];
+	const char *p;
+	unsigned long long kb;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	*anon = *huge = 0;
+	if ((p = strstr(buf, "\nAnonymous:")) && sscanf(p + 11, "%llu", &kb) == 1)
+		*anon = kb << 10;
+	if ((p = strstr(buf, "\nAnonHugePages:")) && sscanf(p + 15, "%llu", &kb) == 1)
+		*huge = kb << 10;
+	return 0;
+}
+
+static void forget_proc(struct thpd_state *st, struct thpd_proc *p)
+{
+	thpd_forget(st, p->pid);
+}
+
+struct scan_arg {
+	struct thpd_state *st;
+};
+
+static void visit(void *arg, pid_t pid)
+{
+	struct thpd_state *st = ((struct scan_arg *)arg)->st;
+	struct thpd_proc **pp, *p;
+	struct thpd_ident id;
+	uint64_t start;
+	char comm[32];
+	int rule;
+
+	if (pid == getpid())
+		return;
+	if (thpd_proc_stat(pid, comm, sizeof(comm), &start) < 0)
+		return;
+	pp = slot_of(st, pid);
+	p = *pp;
+	if (p && p->starttime != start) {
+		/* The PID was reused: a new process, nothing of the old one carries over. */
+		forget_proc(st, p);
+		p = NULL;
+		pp = slot_of(st, pid);
+	}
+	if (thpd_ident_read(pid, &st->cfg, &id) != 0) {
+		if (p)
+			forget_proc(st, p);
+		return;
+	}
+	rule = thpd_rules_match(&st->cfg, &id);
+	if (rule < 0) {
+		if (p)
+			forget_proc(st, p);
+		return;
+	}
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return;
+		p->pid = pid;
+		p->starttime = start;
+		p->pidfd = open_pidfd(pid);
+		p->rule = -1;
+		p->next_try = 0;
+		p->backoff = 1;
+		if (p->pidfd < 0) {
+			free(p);
+			return;
+		}
+		*pp = p;
+		st->nprocs++;
+		if (st->verbose)
+			thpd_log(LOG_DEBUG, "process %d (%s) matches rule %s", (int)pid, comm,
+				 st->cfg.rules[rule].name);
+	}
+	memcpy(p->comm, comm, sizeof(comm));
+	if (p->rule != rule) {
+		p->rule = rule;
+		p->inject_done = false;
+		p->skipped = false;
+		p->backoff = 1;
+		p->next_try = 0;
+		p->anon_at_query = 0;
+		p->alignable = 0;
+		p->warned = false;
+	}
+	p->seen = true;
+}
+
+void thpd_consider(struct thpd_state *st, pid_t pid)
+{
+	struct scan_arg arg = { st };
+	struct thpd_proc *p;
+
+	visit(&arg, pid);
+	p = *slot_of(st, pid);
+	if (p && p->rule >= 0 && st->cfg.rules[p->rule].policy != THPD_IGNORE)
+		st->early = true;
+}
+
+static void check_skip(struct thpd_state *st, struct thpd_proc *p, const struct thpd_rule *r)
+{
+	if (!r->setuid && is_secure_exec(p->pid)) {
+		p->skipped = true;
+		thpd_log(LOG_INFO, "process %d (%s): a setuid/setgid program, left alone (rule %s)",
+			 (int)p->pid, p->comm, r->name);
+		return;
+	}
+	if (r->policy == THPD_HUGE && !r->override_own) {
+		THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd);
+
+		/* NEVER is visible from outside; a nohuge default (6.18's
+		 * EXCEPT_ADVISED) is not, and thp_collapse() leaves its
+		 * nohuge-advised mappings alone. */
+		if (thp_get_default(&o) == 0 && o.policy == THP_POLICY_NEVER) {
+			p->skipped = true;
+			thpd_log(LOG_INFO, "process %d (%s): its own policy is never, left alone (rule %s)",
+				 (int)p->pid, p->comm, r->name);
+		}
+	}
+	(void)st;
+}
+
+static void measure(struct thpd_proc *p)
+{
+	uint64_t anon, huge;
+
+	if (thpd_rollup(p->pid, &anon, &huge) < 0)
+		return;
+	p->anon = anon;
+	p->huge = huge;
+	/* A full smaps read only when the anonymous memory moved. */
+	if (p->anon_at_query == 0 || anon > p->anon_at_query + p->anon_at_query / 100 + EXTENT ||
+	    anon + p->anon_at_query / 100 + EXTENT < p->anon_at_query) {
+		THP_OPTS(thp_query_opts, q, .pidfd = p->pidfd);
+
+		if (thp_query(&q) >= 0) {
+			p->alignable = q.anon_alignable_bytes;
+			p->anon_at_query = anon ? anon : 1;
+			p->backoff = 1;
+			p->next_try = 0;
+		}
+	}
+}
+
+static void inject(struct thpd_proc *p, const struct thpd_rule *r)
+{
+	static const uint32_t pol[] = { [THPD_NEVER] = THP_POLICY_NEVER,
+					[THPD_NOHUGE] = THP_POLICY_NOHUGE,
+					[THPD_SYSTEM] = THP_POLICY_SYSTEM };
+	THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd, .policy = pol[r->policy],
+		 .backend = THP_BACKEND_INJECT);
+	int ret = thp_set_default(&o);
+
+	p->inject_done = true;
+	if (ret < 0)
+		thpd_log(LOG_WARNING, "process %d (%s): rule %s: policy %s not set: %s: %s",
+			 (int)p->pid, p->comm, r->name, thpd_policy_name(r->policy), thp_strerror(ret),
+			 thp_strerror_detail());
+	else
+		thpd_log(LOG_INFO, "process %d (%s): rule %s: policy %s set (%llu mappings advised)",
+			 (int)p->pid, p->comm, r->name, thpd_policy_name(r->policy),
+			 (unsigned long long)o.mappings_changed);
+}
+
+static int by_gain(const void *a, const void *b)
+{
+	const struct thpd_proc *x = *(struct thpd_proc *const *)a, *y = *(struct thpd_proc *const *)b;
+	uint64_t gx = x->alignable > x->huge ? x->alignable - x->huge : 0;
+	uint64_t gy = y->alignable > y->huge ? y->alignable - y->huge : 0;
+
+	return gx < gy ? 1 : gx > gy ? -1 : 0;
+}
+
+static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rule *r)
+{
+	struct thp_report fail[FAILURES_CAP];
+	uint64_t budget_ns = (uint64_t)(st->bucket_s * 1e9);
+	uint64_t c0 = thpd_cpu_ns();
+	uint64_t reported = 0;
+	int ret;
+
+	THP_OPTS(thp_collapse_opts, o, .pidfd = p->pidfd, .budget_bytes = r->max_bytes,
+		 .budget_ns = budget_ns < r->max_ns ? budget_ns : r->max_ns, .failures = fail,
+		 .failures_cap = FAILURES_CAP);
+	ret = thp_collapse(&o);
+	c0 = thpd_cpu_ns() - c0;
+	st->bucket_s -= (double)c0 / 1e9;
+	st->pass_collapse_ns += c0;
+	if (ret < 0) {
+		if (ret != -ESRCH) {
+			r->stats.failures[thpd_errno_slot(-ret)]++;
+			thpd_log(LOG_WARNING, "process %d (%s): collapse: %s: %s", (int)p->pid, p->comm,
+				 thp_strerror(ret), thp_strerror_detail());
+		}
+		if (ret == -EPERM || ret == -EOPNOTSUPP)
+			p->skipped = true;
+		return;
+	}
+	if (o.thp_disabled) {
+		p->skipped = true;
+		return;
+	}
+	r->stats.collapses += o.extents_collapsed;
+	p->collapses += o.extents_collapsed;
+	for (uint64_t i = 0; i < o.failures_needed && i < FAILURES_CAP; i++, reported++)
+		r->stats.failures[thpd_errno_slot(fail[i].error)]++;
+	if (o.extents_failed > reported)
+		r->stats.failures[THPD_NERRNO - 1] += o.extents_failed - reported;
+	r->over_budget += o.extents_over_budget * EXTENT;
+	p->huge = o.anon_huge_after;
+	if (o.extents_collapsed) {
+		st->catchup = true;
+		p->backoff = 1;
+	} else if (!o.extents_over_budget) {
+		/* Nothing left that the kernel would collapse: wait before the next try. */
+		p->next_try = st->passes + p->backoff;
+		if (p->backoff < MAX_BACKOFF)
+			p->backoff *= 2;
+	}
+	if (o.extents_over_budget)
+		st->catchup = true;
+}
+
+void thpd_pass(struct thpd_state *st)
+{
+	struct scan_arg arg = { st };
+	struct thpd_proc **cand = NULL;
+	size_t ncand = 0, cap = 0;
+	uint64_t cpu, wall, t0 = thpd_mono_ns();
+	double rate, maxb;
+
+	/* The budget: every CPU second the daemon used counts against it,
+	 * earned at the steady rate, or the catch-up rate while the last pass
+	 * still found memory to collapse. */
+	cpu = thpd_cpu_ns();
+	wall = thpd_mono_ns();
+	rate = st->catchup ? st->cfg.catchup_budget : st->cfg.cpu_budget;
+	st->bucket_s += rate * (double)(wall - st->last_wall_ns) / 1e9;
+	st->bucket_s -= (double)(cpu - st->last_cpu_ns) / 1e9;
+	maxb = st->cfg.catchup_budget * (double)st->cfg.interval_ms / 1000.0;
+	if (st->passes == 0)
+		st->bucket_s = maxb;
+	if (st->bucket_s > maxb)
+		st->bucket_s = maxb;
+	if (st->bucket_s < -1.0)
+		st->bucket_s = -1.0;
+	st->catchup = false;
+	st->pass_collapse_ns = 0;
+
+	for (size_t i = 0; i < st->nhash; i++)
+		for (struct thpd_proc *p = st->hash[i]; p; p = p->next)
+			p->seen = false;
+	thpd_scan_proc(visit, &arg);
+	for (size_t i = 0; i < st->cfg.nrules; i++) {
+		struct thpd_rule *r = &st->cfg.rules[i];
+
+		r->processes = r->anon = r->huge = r->alignable = r->over_budget = 0;
+	}
+	for (size_t i = 0; i < st->nhash; i++) {
+		struct thpd_proc **pp = &st->hash[i];
+
+		while (*pp) {
+			struct thpd_proc *p = *pp;
+			struct thpd_rule *r;
+
+			if (!p->seen || p->rule < 0) {
+				*pp = p->next;
+				proc_free(p);
+				st->nprocs--;
+				continue;
+			}
+			pp = &p->next;
+			r = &st->cfg.rules[p->rule];
+			if (r->policy == THPD_IGNORE)
+				continue;
+			if (!p->inject_done && !p->skipped && (r->policy == THPD_HUGE || r->inject)) {
+				check_skip(st, p, r);
+				if (!p->skipped && r->inject)
+					inject(p, r);
+				p->inject_done = true;
+			}
+			measure(p);
+			if (r->policy == THPD_HUGE && !p->skipped && p->next_try <= st->passes &&
+			    p->alignable >= p->huge + EXTENT) {
+				if (ncand == cap) {
+					size_t ncap = cap ? cap * 2 : 64;
+					struct thpd_proc **n = realloc(cand, ncap * sizeof(*n));
+
+					if (!n)
+						continue;
+					cand = n;
+					cap = ncap;
+				}
+				cand[ncand++] = p;
+			}
+		}
+	}
+	qsort(cand, ncand, sizeof(*cand), by_gain);
+	for (size_t i = 0; i < ncand; i++) {
+		struct thpd_proc *p = cand[i];
+		struct thpd_rule *r = &st->cfg.rules[p->rule];
+
+		if (st->bucket_s <= 0) {
+			r->over_budget += p->alignable - p->huge;
+			st->catchup = true;
+			continue;
+		}
+		collapse(st, p, r);
+	}
+	free(cand);
+	for (size_t i = 0; i < st->nhash; i++) {
+		for (struct thpd_proc *p = st->hash[i]; p; p = p->next) {
+			struct thpd_rule *r = &st->cfg.rules[p->rule];
+
+			r->processes++;
+			r->anon += p->anon;
+			r->huge += p->huge;
+			r->alignable += p->alignable;
+			if ((r->policy == THPD_NEVER || r->policy == THPD_NOHUGE) && p->huge &&
+			    !p->warned) {
+				p->warned = true;
+				thpd_log(LOG_WARNING,
+					 "process %d (%s): rule %s (policy %s%s) has %llu kB in huge pages",
+					 (int)p->pid, p->comm, r->name, thpd_policy_name(r->policy),
+					 r->inject ? "" : ", not enforced",
+					 (unsigned long long)(p->huge >> 10));
+			}
+		}
+	}
+	st->last_cpu_ns = thpd_cpu_ns();
+	st->last_wall_ns = thpd_mono_ns();
+	/* The rest of this pass's CPU counts against the budget too. */
+	st->bucket_s -= (double)(st->last_cpu_ns - cpu - st->pass_collapse_ns) / 1e9;
+	st->last_pass_s = (double)(st->last_wall_ns - t0) / 1e9;
+	st->passes++;
+}

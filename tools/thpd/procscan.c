@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* thpd: finding processes: the kernel's proc connector when allowed, a /proc walk always. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <linux/cn_proc.h>
+#include <linux/connector.h>
+#include <linux/netlink.h>
+
+#include "thpd.h"
+
+struct thpd_scan {
+	int nl;  /* the connector socket, -1 without */
+};
+
+static int connector_open(void)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC,
+				  .nl_pid = 0 };
+	struct {
+		struct nlmsghdr nh;
+		struct cn_msg cn;
+		enum proc_cn_mcast_op op;
+	} __attribute__((packed)) req;
+	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR);
+
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		goto fail;
+	memset(&req, 0, sizeof(req));
+	req.nh.nlmsg_len = sizeof(req);
+	req.nh.nlmsg_type = NLMSG_DONE;
+	req.nh.nlmsg_pid = (uint32_t)getpid();
+	req.cn.id.idx = CN_IDX_PROC;
+	req.cn.id.val = CN_VAL_PROC;
+	req.cn.len = sizeof(req.op);
+	req.op = PROC_CN_MCAST_LISTEN;
+	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
+		goto fail;
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+struct thpd_scan *thpd_scan_open(bool want_connector)
+{
+	struct thpd_scan *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->nl = want_connector ? connector_open() : -1;
+	return s;
+}
+
+void thpd_scan_close(struct thpd_scan *s)
+{
+	if (!s)
+		return;
+	if (s->nl >= 0)
+		close(s->nl);
+	free(s);
+}
+
+bool thpd_scan_has_connector(const struct thpd_scan *s)
+{
+	return s && s->nl >= 0;
+}
+
+int thpd_scan_fd(const struct thpd_scan *s)
+{
+	return s ? s->nl : -1;
+}
+
+int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
+		    void (*on_exit)(void *, pid_t), void *arg)
+{
+	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+	int lost = 0;
+
+	if (!s || s->nl < 0)
+		return 0;
+	for (;;) {
+		ssize_t n = recv(s->nl, buf, sizeof(buf), 0);
+		struct nlmsghdr *nh;
+
+		if (n < 0) {
+			/* ENOBUFS: events were lost; the next /proc walk finds what they said. */
+			if (errno == ENOBUFS)
+				lost = 1;
+			if (errno == EINTR || errno == ENOBUFS)
+				continue;
+			break;
+		}
+		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n); nh = NLMSG_NEXT(nh, n)) {
+			struct cn_msg *cn = NLMSG_DATA(nh);
+			struct proc_event *ev;
+
+			if (nh->nlmsg_type == NLMSG_ERROR || nh->nlmsg_type == NLMSG_NOOP)
+				continue;
+			if (cn->id.idx != CN_IDX_PROC || cn->len < sizeof(struct proc_event) -
+			    sizeof(ev->event_data) + sizeof(ev->event_data.exit))
+				continue;
+			ev = (struct proc_event *)cn->data;
+			if (ev->what == PROC_EVENT_EXEC &&
+			    ev->event_data.exec.process_pid == ev->event_data.exec.process_tgid)
+				on_exec(arg, ev->event_data.exec.process_pid);
+			else if (ev->what == PROC_EVENT_EXIT &&
+				 ev->event_data.exit.process_pid == ev->event_data.exit.process_tgid)
+				on_exit(arg, ev->event_data.exit.process_pid);
+		}
+	}
+	return lost;
+}
+
+int thpd_scan_proc(void (*fn)(void *, pid_t), void *arg)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0)
+			continue;
+		fn(arg, (pid_t)pid);
+	}
+	closedir(d);
+	return 0;
+}
+
+int thpd_proc_stat(pid_t pid, char *comm, size_t commlen, uint64_t *starttime)
+{
+	char path[64], buf[1024];
+	const char *lp, *rp, *p;
+	unsigned long long st;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* comm may hold ')' and spaces: it ends at the last ')'. */
+	lp = strchr(buf, '(');
+	rp = strrchr(buf, ')');
+	if (!lp || !rp || rp < lp)
+		return -1;
+	if (comm) {
+		size_t len = (size_t)(rp - lp - 1);
+
+		if (len >= commlen)
+			len = commlen - 1;
+		memcpy(comm, lp + 1, len);
+		comm[len] = '\0';
+	}
+	/* starttime is field 22; field 3 (state) follows ") ". */
+	p = rp + 2;
+	for (field = 3; field < 22 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (!p || sscanf(p, "%llu", &st) != 1)
+		return -1;
+	*starttime = st;
+	return 0;
+}

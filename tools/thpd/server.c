@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* thpd: the local Unix socket and the optional loopback HTTP listener, both non-blocking. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "thpd.h"
+
+#define MAX_CLIENTS 32
+#define CLIENT_TIMEOUT_NS (5ULL * 1000000000ULL)
+#define REQ_MAX 1024
+
+struct client {
+	int fd;
+	bool http;
+	bool replying;
+	char req[REQ_MAX];
+	size_t reqlen;
+	char *out;
+	size_t outlen, outoff;
+	uint64_t deadline;
+};
+
+struct thpd_server {
+	int unix_fd, tcp_fd;
+	char *path;
+	struct client cl[MAX_CLIENTS];
+	size_t ncl;
+};
+
+static int set_err(char **err, const char *what, const char *arg)
+{
+	if (asprintf(err, "%s %s: %s", what, arg, strerror(errno)) < 0)
+		*err = NULL;
+	return -1;
+}
+
+static int mkdir_parent(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static int open_unix(const char *path, char **err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+	mode_t old;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return set_err(err, "socket path", path);
+	}
+	strcpy(sa.sun_path, path);
+	if (mkdir_parent(path) != 0)
+		return set_err(err, "cannot create the directory of", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return set_err(err, "socket", path);
+	/* A socket left by a daemon that was killed is replaced; a live one is not. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		close(fd);
+		errno = EADDRINUSE;
+		return set_err(err, "another thpd answers on", path);
+	}
+	close(fd);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return set_err(err, "socket", path);
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		umask(old);
+		close(fd);
+		return set_err(err, "bind", path);
+	}
+	umask(old);
+	if (listen(fd, 16) != 0) {
+		close(fd);
+		return set_err(err, "listen", path);
+	}
+	return fd;
+}
+
+static int open_tcp(const char *listen_on, char **err)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
+	struct addrinfo *ai;
+	char host[256];
+	const char *colon = strrchr(listen_on, ':');
+	int fd, one = 1, r;
+	size_t hl;
+
+	if (!colon || colon == listen_on || (hl = (size_t)(colon - listen_on)) >= sizeof(host)) {
+		if (asprintf(err, "listen %s: expected HOST:PORT", listen_on) < 0)
+			*err = NULL;
+		return -1;
+	}
+	memcpy(host, listen_on, hl);
+	host[hl] = '\0';
+	if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = '\0';
+	}
+	r = getaddrinfo(host, colon + 1, &hints, &ai);
+	if (r != 0) {
+		if (asprintf(err, "listen %s: %s", listen_on, gai_strerror(r)) < 0)
+			*err = NULL;
+		return -1;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		freeaddrinfo(ai);
+		return set_err(err, "socket for", listen_on);
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 16) != 0) {
+		freeaddrinfo(ai);
+		close(fd);
+		return set_err(err, "bind/listen", listen_on);
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+struct thpd_server *thpd_server_open(const char *sock_path, const char *listen_on, char **err)
+{
+	struct thpd_server *sv = calloc(1, sizeof(*sv));
+
+	*err = NULL;
+	if (!sv)
+		return NULL;
+	sv->unix_fd = sv->tcp_fd = -1;
+	if (sock_path && *sock_path) {
+		sv->unix_fd = open_unix(sock_path, err);
+		if (sv->unix_fd < 0)
+			goto fail;
+		sv->path = strdup(sock_path);
+	}
+	if (listen_on && *listen_on) {
+		sv->tcp_fd = open_tcp(listen_on, err);
+		if (sv->tcp_fd < 0)
+			goto fail;
+	}
+	return sv;
+fail:
+	thpd_server_close(sv);
+	return NULL;
+}
+
+static void drop(struct thpd_server *sv, size_t i)
+{
+	close(sv->cl[i].fd);
+	free(sv->cl[i].out);
+	sv->cl[i] = sv->cl[--sv->ncl];
+}
+
+void thpd_server_close(struct thpd_server *sv)
+{
+	if (!sv)
+		return;
+	while (sv->ncl)
+		drop(sv, sv->ncl - 1);
+	if (sv->unix_fd >= 0) {
+		close(sv->unix_fd);
+		unlink(sv->path);
+	}
+	if (sv->tcp_fd >= 0)
+		close(sv->tcp_fd);
+	free(sv->path);
+	free(sv);
+}
+
+size_t thpd_server_pollfds(struct thpd_server *sv, struct pollfd *fds, size_t cap)
+{
+	size_t n = 0;
+
+	if (!sv)
+		return 0;
+	if (sv->unix_fd >= 0 && n < cap)
+		fds[n++] = (struct pollfd){ .fd = sv->unix_fd, .events = POLLIN };
+	if (sv->tcp_fd >= 0 && n < cap)
+		fds[n++] = (struct pollfd){ .fd = sv->tcp_fd, .events = POLLIN };
+	for (size_t i = 0; i < sv->ncl && n < cap; i++)
+		fds[n++] = (struct pollfd){ .fd = sv->cl[i].fd,
+					    .events = sv->cl[i].replying ? POLLOUT : POLLIN };
+	return n;
+}
+
+static void accept_all(struct thpd_server *sv, int lfd, bool http)
+{
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0)
+			return;
+		if (sv->ncl == MAX_CLIENTS) {
+			close(fd);
+			continue;
+		}
+		sv->cl[sv->ncl++] = (struct client){ .fd = fd, .http = http,
+						     .deadline = thpd_mono_ns() + CLIENT_TIMEOUT_NS };
+	}
+}
+
+static void reply(struct client *c, const struct thpd_state *st)
+{
+	char *body = NULL;
+	size_t len = 0;
+	const char *ctype = "text/plain; version=0.0.4; charset=utf-8";
+	int status = 200;
+
+	c->req[c->reqlen] = '\0';
+	if (!c->http) {
+		c->req[strcspn(c->req, "\r\n")] = '\0';
+		if (!strcmp(c->req, "metrics"))
+			body = thpd_metrics_text(st, &len);
+		else if (!strcmp(c->req, "json"))
+			body = thpd_json_text(st, &len);
+		else if (!strcmp(c->req, "rules"))
+			body = thpd_rules_text(st, &len);
+		else if (asprintf(&body, "error: unknown request (expected metrics, json or rules)\n") >= 0)
+			len = strlen(body);
+		c->out = body;
+		c->outlen = body ? len : 0;
+	} else {
+		char *hdr = NULL;
+		int hl;
+
+		if (!strncmp(c->req, "GET /metrics ", 13) || !strncmp(c->req, "GET /metrics?", 13)) {
+			body = thpd_metrics_text(st, &len);
+		} else if (!strncmp(c->req, "GET /status.json ", 17)) {
+			body = thpd_json_text(st, &len);
+			ctype = "application/json";
+		} else {
+			status = 404;
+			body = strdup("not found: GET /metrics or /status.json\n");
+			len = body ? strlen(body) : 0;
+		}
+		if (!body) {
+			status = 500;
+			len = 0;
+		}
+		hl = asprintf(&hdr, "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+			      "Connection: close\r\n\r\n", status,
+			      status == 200 ? "OK" : status == 404 ? "Not Found" : "Error", ctype, len);
+		if (hl < 0) {
+			free(body);
+			c->out = NULL;
+			c->outlen = 0;
+		} else {
+			char *all = malloc((size_t)hl + len);
+
+			if (all) {
+				memcpy(all, hdr, (size_t)hl);
+				if (len)
+					memcpy(all + hl, body, len);
+			}
+			c->out = all;
+			c->outlen = all ? (size_t)hl + len : 0;
+			free(hdr);
+			free(body);
+		}
+	}
+	c->outoff = 0;
+	c->replying = true;
+}
+
+static bool request_complete(const struct client *c)
+{
+	if (!c->http)
+		return memchr(c->req, '\n', c->reqlen) != NULL;
+	for (size_t i = 0; i + 1 < c->reqlen; i++)
+		if (c->req[i] == '\n' && (c->req[i + 1] == '\n' ||
+					  (c->req[i + 1] == '\r' && i + 2 < c->reqlen &&
+					   c->req[i + 2] == '\n')))
+			return true;
+	return false;
+}
+
+void thpd_server_handle(struct thpd_server *sv, const struct thpd_state *st)
+{
+	uint64_t now = thpd_mono_ns();
+
+	if (!sv)
+		return;
+	if (sv->unix_fd >= 0)
+		accept_all(sv, sv->unix_fd, false);
+	if (sv->tcp_fd >= 0)
+		accept_all(sv, sv->tcp_fd, true);
+	for (size_t i = 0; i < sv->ncl;) {
+		struct client *c = &sv->cl[i];
+		bool done = false;
+
+		if (!c->replying) {
+			ssize_t n = recv(c->fd, c->req + c->reqlen, REQ_MAX - 1 - c->reqlen, 0);
+
+			if (n > 0)
+				c->reqlen += (size_t)n;
+			if (n > 0 && (request_complete(c) || c->reqlen == REQ_MAX - 1))
+				reply(c, st);
+			else if (n == 0 && c->reqlen && !c->http)
+				reply(c, st);  /* a client that shut down its side after the word */
+			else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+				done = true;
+		}
+		if (c->replying && !done) {
+			while (c->outoff < c->outlen) {
+				ssize_t w = send(c->fd, c->out + c->outoff, c->outlen - c->outoff,
+						 MSG_NOSIGNAL);
+
+				if (w <= 0)
+					break;
+				c->outoff += (size_t)w;
+			}
+			if (c->outoff >= c->outlen)
+				done = true;
+			else if (errno != EAGAIN && errno != EINTR)
+				done = true;
+		}
+		if (now > c->deadline)
+			done = true;
+		if (done)
+			drop(sv, i);
+		else
+			i++;
+	}
+}

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* thpd: the types and functions the daemon's parts share. */
+#ifndef THPD_H
+#define THPD_H
+
+#include <stdbool.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+enum thpd_policy {
+	THPD_HUGE,
+	THPD_NEVER,
+	THPD_NOHUGE,
+	THPD_SYSTEM,
+	THPD_IGNORE,
+};
+
+/* The errnos a collapse failure is counted under; the last slot is "other". */
+#define THPD_NERRNO 6
+extern const int thpd_errnos[THPD_NERRNO - 1];
+const char *thpd_errno_label(int slot);
+int thpd_errno_slot(int err);
+
+struct thpd_rule_stats {
+	uint64_t collapses;
+	uint64_t failures[THPD_NERRNO];
+};
+
+struct thpd_rule {
+	char *name;
+	char *cgroup;     /* glob or NULL */
+	char *exe;        /* glob or NULL */
+	char *user;       /* as written, or NULL */
+	uid_t uid;
+	int policy;       /* enum thpd_policy, -1 unset */
+	bool inject;
+	bool setuid;
+	bool override_own;
+	uint64_t max_bytes;
+	uint64_t max_ns;
+	char *file;
+	int line;
+	struct thpd_rule_stats stats; /* carried over a reload by name */
+	/* Figures of the last pass. */
+	uint64_t processes, anon, huge, alignable, over_budget;
+};
+
+struct thpd_config {
+	uint64_t interval_ms;
+	double cpu_budget;     /* share of one core */
+	double catchup_budget;
+	char *metrics_file;
+	char *listen;
+	unsigned top;
+	struct thpd_rule *rules;
+	size_t nrules;
+	bool uses_user;        /* some rule matches by user */
+};
+
+/* config.c */
+/* Parse FILE (may be NULL: none) and the *.conf of DIR (may be NULL). Errors go
+ * to @err as "FILE:LINE: message" lines; returns the number of errors. A missing
+ * default file is no error when @optional. */
+int thpd_config_load(struct thpd_config *c, const char *file, bool file_optional,
+		     const char *dir, char **err);
+void thpd_config_free(struct thpd_config *c);
+void thpd_config_print(const struct thpd_config *c, FILE *out);
+const char *thpd_policy_name(int policy);
+
+/* rules.c */
+struct thpd_ident {
+	char cgroup[512];
+	char exe[512];
+	uid_t uid;
+	bool have_cgroup, have_exe, have_uid;
+};
+/* Read what the rules need of PID; -1 when the process is gone. */
+int thpd_ident_read(pid_t pid, const struct thpd_config *c, struct thpd_ident *id);
+/* Index of the first matching rule, or -1. */
+int thpd_rules_match(const struct thpd_config *c, const struct thpd_ident *id);
+
+/* procscan.c */
+struct thpd_scan;
+struct thpd_scan *thpd_scan_open(bool want_connector);
+void thpd_scan_close(struct thpd_scan *s);
+bool thpd_scan_has_connector(const struct thpd_scan *s);
+int thpd_scan_fd(const struct thpd_scan *s); /* -1 without the connector */
+/* Drain the connector: exec PIDs to @on_exec, exit PIDs to @on_exit; returns
+ * 1 when events were lost (a /proc walk is due). */
+int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
+		    void (*on_exit)(void *, pid_t), void *arg);
+/* Call @fn for every process in /proc. */
+int thpd_scan_proc(void (*fn)(void *, pid_t), void *arg);
+/* comm and starttime from /proc/PID/stat; -1 when gone. */
+int thpd_proc_stat(pid_t pid, char *comm, size_t commlen, uint64_t *starttime);
+
+/* policy.c */
+struct thpd_proc {
+	pid_t pid;
+	uint64_t starttime;
+	int pidfd;
+	int rule;          /* index into the current rules, -1 unmatched */
+	char comm[32];
+	bool inject_done;  /* a never/nohuge/system rule was applied (or refused) */
+	bool skipped;      /* setuid or own never/nohuge policy: left alone */
+	bool seen;         /* in /proc during this pass */
+	bool warned;       /* huge memory under never/nohuge was logged */
+	uint64_t anon, huge, alignable; /* last measured */
+	uint64_t anon_at_query;         /* anon when alignable was read */
+	uint64_t collapses;
+	uint64_t next_try;              /* pass number before which no collapse is tried */
+	unsigned backoff;
+	struct thpd_proc *next;         /* hash chain */
+};
+
+struct thpd_state {
+	struct thpd_config cfg;
+	struct thpd_proc **hash;
+	size_t nhash;
+	size_t nprocs;
+	uint64_t passes;
+	double last_pass_s;
+	double bucket_s;        /* CPU seconds the collapse work may still use */
+	uint64_t last_cpu_ns, last_wall_ns;
+	bool catchup;
+	bool early;             /* a pass is wanted before the interval is over */
+	uint64_t pass_collapse_ns;
+	bool verbose;
+	struct thpd_scan *scan;
+};
+
+void thpd_state_init(struct thpd_state *st);
+void thpd_state_free(struct thpd_state *st);
+/* New rules: processes are matched again, counters are carried by rule name. */
+void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c);
+void thpd_pass(struct thpd_state *st);
+void thpd_forget(struct thpd_state *st, pid_t pid);
+/* Match one process now (an exec event); sets st->early when a rule acts on it. */
+void thpd_consider(struct thpd_state *st, pid_t pid);
+uint64_t thpd_cpu_ns(void);
+uint64_t thpd_mono_ns(void);
+uint64_t thpd_rss_bytes(void);
+
+/* metrics.c: text into a malloc'd buffer; NULL on out of memory. */
+char *thpd_metrics_text(const struct thpd_state *st, size_t *len);
+char *thpd_json_text(const struct thpd_state *st, size_t *len);
+char *thpd_rules_text(const struct thpd_state *st, size_t *len);
+int thpd_metrics_write_file(const struct thpd_state *st, const char *path);
+/* smaps_rollup: Anonymous and AnonHugePages of PID in bytes. */
+int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge);
+
+/* server.c */
+struct thpd_server;
+struct thpd_server *thpd_server_open(const char *sock_path, const char *listen, char **err);
+void thpd_server_close(struct thpd_server *sv);
+/* Fill @fds (room for @cap) with the descriptors to poll and their events. */
+size_t thpd_server_pollfds(struct thpd_server *sv, struct pollfd *fds, size_t cap);
+/* Handle whatever is ready; never blocks. */
+void thpd_server_handle(struct thpd_server *sv, const struct thpd_state *st);
+
+/* main.c */
+void thpd_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
