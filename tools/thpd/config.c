@@ -399,9 +399,12 @@ int thpd_config_load(struct thpd_config *c, const char *file, bool file_optional
 		if (n >= 0)
 			free(list);
 	}
-	for (i = 0; i < c->nrules; i++)
+	for (i = 0; i < c->nrules; i++) {
 		if (c->rules[i].user)
 			c->uses_user = true;
+		if (c->rules[i].cgroup)
+			c->uses_cgroup = true;
+	}
 	return p.nerr;
 }
 

@@ -22,6 +22,7 @@
 #define DEFAULT_CONFIG_DIR "/etc/thpd.d"
 #define DEFAULT_SOCKET "/run/thpd/thpd.sock"
 #define EARLY_PASS_NS (200ULL * 1000000ULL)
+#define EVENTS_GAP_NS (100ULL * 1000000ULL)
 
 static bool verbose;
 
@@ -105,7 +106,7 @@ static void status_line(const struct thpd_state *st, bool ready)
 		}
 	}
 	sd_notifyf(0, "%sSTATUS=%zu rules, %zu processes matched, %llu of %llu MiB huge under huge rules",
-		   ready ? "READY=1\n" : "", st->cfg.nrules, st->nprocs,
+		   ready ? "READY=1\n" : "", st->cfg.nrules, st->nmatched,
 		   (unsigned long long)(huge >> 20), (unsigned long long)(alignable >> 20));
 }
 
@@ -129,7 +130,7 @@ static int run(const struct opts *o)
 	char *err = NULL;
 	int sfd, ret = 0;
 	bool ready = false;
-	uint64_t next_pass, last_pass = 0;
+	uint64_t next_pass, last_pass = 0, events_after = 0;
 
 	thpd_state_init(&st);
 	st.verbose = verbose;
@@ -181,7 +182,9 @@ static int run(const struct opts *o)
 
 			last_pass = now;
 			thpd_pass(&st);
-			next_pass = now + st.cfg.interval_ms * 1000000ULL;
+			/* A catch-up pass is timed from this one's end: its
+			 * wait is what the CPU budget needs to earn. */
+			next_pass = (st.work_left ? thpd_mono_ns() : now) + thpd_next_pass_ns(&st);
 			if (mf && (r = thpd_metrics_write_file(&st, mf)) < 0)
 				thpd_log(LOG_WARNING, "metrics file %s: %s", mf, strerror(-r));
 			status_line(&st, !ready);
@@ -189,10 +192,17 @@ static int run(const struct opts *o)
 			continue;
 		}
 		fds[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-		if (thpd_scan_fd(st.scan) >= 0)
+		/* Connector events are taken in batches, at most every
+		 * EVENTS_GAP_NS: a busy machine forks and execs all the time. */
+		bool events = thpd_scan_fd(st.scan) >= 0 && now >= events_after;
+		uint64_t wake = next_pass;
+
+		if (events)
 			fds[n++] = (struct pollfd){ .fd = thpd_scan_fd(st.scan), .events = POLLIN };
+		else if (thpd_scan_fd(st.scan) >= 0 && events_after < wake)
+			wake = events_after;
 		n += thpd_server_pollfds(sv, fds + n, sizeof(fds) / sizeof(fds[0]) - n);
-		timeout = (int)((next_pass - now + 999999) / 1000000);
+		timeout = (int)((wake - now + 999999) / 1000000);
 		if (poll(fds, n, timeout) < 0 && errno != EINTR) {
 			thpd_log(LOG_ERR, "poll: %s", strerror(errno));
 			ret = 1;
@@ -226,8 +236,11 @@ static int run(const struct opts *o)
 				break;
 			}
 		}
-		if (thpd_scan_fd(st.scan) >= 0 && (fds[1].revents & POLLIN))
-			thpd_scan_drain(st.scan, on_exec, on_exit_ev, &st);
+		if (events && (fds[1].revents & POLLIN)) {
+			if (thpd_scan_drain(st.scan, on_exec, on_exit_ev, &st))
+				st.events_lost = true;
+			events_after = thpd_mono_ns() + EVENTS_GAP_NS;
+		}
 		thpd_server_handle(sv, &st);
 	}
 	thpd_server_close(sv);

@@ -28,6 +28,8 @@
 #define EXTENT (2ULL << 20)
 #define FAILURES_CAP 32
 #define MAX_BACKOFF 64
+#define MAX_MEASURE_GAP 8
+#define CATCHUP_GAP_NS (50ULL * 1000000ULL)
 
 const int thpd_errnos[THPD_NERRNO - 1] = { EAGAIN, EBUSY, ENOMEM, EINVAL, EPERM };
 
@@ -86,6 +88,7 @@ void thpd_state_init(struct thpd_state *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->nhash = 1024;
+	st->self = getpid();
 	st->hash = calloc(st->nhash, sizeof(*st->hash));
 	st->last_cpu_ns = thpd_cpu_ns();
 	st->last_wall_ns = thpd_mono_ns();
@@ -151,6 +154,8 @@ void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c)
 				if (!strcmp(c->rules[k].name, old))
 					keep = (int)k;
 			p->rule = keep;
+			/* The new rules may match on what was not read (user). */
+			p->stale = true;
 		}
 	}
 	thpd_config_free(&st->cfg);
@@ -237,55 +242,75 @@ static void visit(void *arg, pid_t pid)
 {
 	struct thpd_state *st = ((struct scan_arg *)arg)->st;
 	struct thpd_proc **pp, *p;
-	struct thpd_ident id;
 	uint64_t start;
 	char comm[32];
-	int rule;
+	int rule, r;
 
-	if (pid == getpid())
-		return;
-	if (thpd_proc_stat(pid, comm, sizeof(comm), &start) < 0)
+	if (pid == st->self)
 		return;
 	pp = slot_of(st, pid);
 	p = *pp;
-	if (p && p->starttime != start) {
-		/* The PID was reused: a new process, nothing of the old one carries over. */
-		forget_proc(st, p);
-		p = NULL;
-		pp = slot_of(st, pid);
-	}
-	if (thpd_ident_read(pid, &st->cfg, &id) != 0) {
-		if (p)
-			forget_proc(st, p);
-		return;
-	}
-	rule = thpd_rules_match(&st->cfg, &id);
-	if (rule < 0) {
-		if (p)
-			forget_proc(st, p);
-		return;
-	}
-	if (!p) {
-		p = calloc(1, sizeof(*p));
-		if (!p)
-			return;
-		p->pid = pid;
-		p->starttime = start;
-		p->pidfd = open_pidfd(pid);
-		p->rule = -1;
-		p->next_try = 0;
-		p->backoff = 1;
-		if (p->pidfd < 0) {
-			free(p);
+	if (p && st->trust_cache && !p->stale) {
+		/* The connector reports every exec and exit: a known PID is the
+		 * same process with the same executable; only its cgroup may
+		 * have changed. */
+		if (p->kthread) {
+			p->seen = true;
 			return;
 		}
-		*pp = p;
-		st->nprocs++;
-		if (st->verbose)
-			thpd_log(LOG_DEBUG, "process %d (%s) matches rule %s", (int)pid, comm,
-				 st->cfg.rules[rule].name);
+		if (st->cfg.uses_cgroup && thpd_ident_cgroup(pid, &p->id) < 0) {
+			forget_proc(st, p);
+			return;
+		}
+	} else {
+		if (thpd_proc_stat(pid, comm, sizeof(comm), &start) < 0) {
+			if (p)
+				forget_proc(st, p);
+			return;
+		}
+		if (p && p->starttime != start) {
+			/* The PID was reused: nothing of the old process carries over. */
+			forget_proc(st, p);
+			p = NULL;
+			pp = slot_of(st, pid);
+		}
+		if (!p) {
+			p = calloc(1, sizeof(*p));
+			if (!p)
+				return;
+			p->pid = pid;
+			p->starttime = start;
+			p->pidfd = -1;
+			p->rule = -1;
+			p->backoff = 1;
+			*pp = p;
+			st->nprocs++;
+		}
+		memcpy(p->comm, comm, sizeof(comm));
+		p->stale = false;
+		r = thpd_ident_read(pid, &st->cfg, &p->id);
+		if (r < 0) {
+			forget_proc(st, p);
+			return;
+		}
+		/* Kernel threads and zombies: no executable, never matched. */
+		p->kthread = r > 0;
 	}
-	memcpy(p->comm, comm, sizeof(comm));
+	p->seen = true;
+	rule = p->kthread ? -1 : thpd_rules_match(&st->cfg, &p->id);
+	if (rule >= 0 && p->pidfd < 0) {
+		p->pidfd = open_pidfd(pid);
+		if (p->pidfd < 0) {
+			forget_proc(st, p);
+			return;
+		}
+		if (st->verbose)
+			thpd_log(LOG_DEBUG, "process %d (%s) matches rule %s", (int)pid, p->comm,
+				 st->cfg.rules[rule].name);
+	} else if (rule < 0 && p->pidfd >= 0) {
+		close(p->pidfd);
+		p->pidfd = -1;
+	}
 	if (p->rule != rule) {
 		p->rule = rule;
 		p->inject_done = false;
@@ -294,16 +319,20 @@ static void visit(void *arg, pid_t pid)
 		p->next_try = 0;
 		p->anon_at_query = 0;
 		p->alignable = 0;
+		p->anon = p->huge = 0;
 		p->warned = false;
+		p->measure_gap = 1;
+		p->measure_next = 0;
 	}
-	p->seen = true;
 }
 
 void thpd_consider(struct thpd_state *st, pid_t pid)
 {
 	struct scan_arg arg = { st };
-	struct thpd_proc *p;
+	struct thpd_proc *p = *slot_of(st, pid);
 
+	if (p)
+		p->stale = true;  /* a new program: read everything again */
 	visit(&arg, pid);
 	p = *slot_of(st, pid);
 	if (p && p->rule >= 0 && st->cfg.rules[p->rule].policy != THPD_IGNORE)
@@ -333,12 +362,23 @@ static void check_skip(struct thpd_state *st, struct thpd_proc *p, const struct 
 	(void)st;
 }
 
-static void measure(struct thpd_proc *p)
+static void measure(struct thpd_state *st, struct thpd_proc *p)
 {
 	uint64_t anon, huge;
 
+	/* A process whose figures stand still is read less often, up to
+	 * every MAX_MEASURE_GAP passes: smaps_rollup walks its page tables. */
+	if (st->passes < p->measure_next)
+		return;
 	if (thpd_rollup(p->pid, &anon, &huge) < 0)
 		return;
+	if (anon == p->anon && huge == p->huge) {
+		if (p->measure_gap < MAX_MEASURE_GAP)
+			p->measure_gap *= 2;
+	} else {
+		p->measure_gap = 1;
+	}
+	p->measure_next = st->passes + p->measure_gap;
 	p->anon = anon;
 	p->huge = huge;
 	/* A full smaps read only when the anonymous memory moved. */
@@ -387,13 +427,17 @@ static int by_gain(const void *a, const void *b)
 static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rule *r)
 {
 	struct thp_report fail[FAILURES_CAP];
-	uint64_t budget_ns = (uint64_t)(st->bucket_s * 1e9);
 	uint64_t c0 = thpd_cpu_ns();
 	uint64_t reported = 0;
 	int ret;
 
+	/* thp_collapse() counts its time budget from its start, which reads
+	 * smaps and pagemap first: on a large process that alone can take the
+	 * whole max_ms_per_pass.  The budget is for collapsing, so the reading
+	 * time of the last pass that collapsed nothing is added to it.  The
+	 * CPU bucket may go into debt by one call; the next pass waits for it. */
 	THP_OPTS(thp_collapse_opts, o, .pidfd = p->pidfd, .budget_bytes = r->max_bytes,
-		 .budget_ns = budget_ns < r->max_ns ? budget_ns : r->max_ns, .failures = fail,
+		 .budget_ns = p->overhead_ns + r->max_ns, .failures = fail,
 		 .failures_cap = FAILURES_CAP);
 	ret = thp_collapse(&o);
 	c0 = thpd_cpu_ns() - c0;
@@ -413,6 +457,14 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 		p->skipped = true;
 		return;
 	}
+	if (st->verbose)
+		thpd_log(LOG_DEBUG, "process %d (%s): %llu extents collapsed, %llu failed, %llu over budget, "
+			 "%.1f ms, %.1f ms CPU", (int)p->pid, p->comm,
+			 (unsigned long long)o.extents_collapsed, (unsigned long long)o.extents_failed,
+			 (unsigned long long)o.extents_over_budget, (double)o.elapsed_ns / 1e6,
+			 (double)c0 / 1e6);
+	if (!o.extents_collapsed && o.extents_over_budget)
+		p->overhead_ns = o.elapsed_ns < 1000000000ULL ? o.elapsed_ns : 1000000000ULL;
 	r->stats.collapses += o.extents_collapsed;
 	p->collapses += o.extents_collapsed;
 	for (uint64_t i = 0; i < o.failures_needed && i < FAILURES_CAP; i++, reported++)
@@ -420,6 +472,7 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 	if (o.extents_failed > reported)
 		r->stats.failures[THPD_NERRNO - 1] += o.extents_failed - reported;
 	r->over_budget += o.extents_over_budget * EXTENT;
+	st->work_left += o.extents_over_budget * EXTENT;
 	p->huge = o.anon_huge_after;
 	if (o.extents_collapsed) {
 		st->catchup = true;
@@ -432,6 +485,37 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 	}
 	if (o.extents_over_budget)
 		st->catchup = true;
+}
+
+/* The largest bucket: the catch-up share of one interval, or of a second
+ * when the interval is shorter (a pass over a large process reads for
+ * longer than a short interval's share). */
+static double bucket_max(const struct thpd_state *st)
+{
+	double s = (double)st->cfg.interval_ms / 1000.0;
+
+	return st->cfg.catchup_budget * (s > 1.0 ? s : 1.0);
+}
+
+/* Collapses start only with half the bucket earned: a pass's own reading
+ * costs CPU too, and a bucket kept near zero would pay for that alone. */
+static double spend_threshold(const struct thpd_state *st)
+{
+	return bucket_max(st) / 2;
+}
+
+uint64_t thpd_next_pass_ns(const struct thpd_state *st)
+{
+	uint64_t interval = st->cfg.interval_ms * 1000000ULL, soon = CATCHUP_GAP_NS;
+
+	/* Memory left over budget: the next pass comes as soon as the CPU
+	 * budget has earned time again, not an interval later, so that the
+	 * per-process budgets bound each pass, not the catch-up's speed. */
+	if (!st->work_left)
+		return interval;
+	if (st->bucket_s < spend_threshold(st))
+		soon += (uint64_t)((spend_threshold(st) - st->bucket_s) / st->cfg.catchup_budget * 1e9);
+	return soon < interval ? soon : interval;
 }
 
 void thpd_pass(struct thpd_state *st)
@@ -450,7 +534,7 @@ void thpd_pass(struct thpd_state *st)
 	rate = st->catchup ? st->cfg.catchup_budget : st->cfg.cpu_budget;
 	st->bucket_s += rate * (double)(wall - st->last_wall_ns) / 1e9;
 	st->bucket_s -= (double)(cpu - st->last_cpu_ns) / 1e9;
-	maxb = st->cfg.catchup_budget * (double)st->cfg.interval_ms / 1000.0;
+	maxb = bucket_max(st);
 	if (st->passes == 0)
 		st->bucket_s = maxb;
 	if (st->bucket_s > maxb)
@@ -459,10 +543,13 @@ void thpd_pass(struct thpd_state *st)
 		st->bucket_s = -1.0;
 	st->catchup = false;
 	st->pass_collapse_ns = 0;
+	st->work_left = 0;
 
 	for (size_t i = 0; i < st->nhash; i++)
 		for (struct thpd_proc *p = st->hash[i]; p; p = p->next)
 			p->seen = false;
+	st->trust_cache = thpd_scan_has_connector(st->scan) && !st->events_lost;
+	st->events_lost = false;
 	thpd_scan_proc(visit, &arg);
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
 		struct thpd_rule *r = &st->cfg.rules[i];
@@ -476,13 +563,15 @@ void thpd_pass(struct thpd_state *st)
 			struct thpd_proc *p = *pp;
 			struct thpd_rule *r;
 
-			if (!p->seen || p->rule < 0) {
+			if (!p->seen) {
 				*pp = p->next;
 				proc_free(p);
 				st->nprocs--;
 				continue;
 			}
 			pp = &p->next;
+			if (p->rule < 0)
+				continue;
 			r = &st->cfg.rules[p->rule];
 			if (r->policy == THPD_IGNORE)
 				continue;
@@ -492,7 +581,7 @@ void thpd_pass(struct thpd_state *st)
 					inject(p, r);
 				p->inject_done = true;
 			}
-			measure(p);
+			measure(st, p);
 			if (r->policy == THPD_HUGE && !p->skipped && p->next_try <= st->passes &&
 			    p->alignable >= p->huge + EXTENT) {
 				if (ncand == cap) {
@@ -509,22 +598,31 @@ void thpd_pass(struct thpd_state *st)
 		}
 	}
 	qsort(cand, ncand, sizeof(*cand), by_gain);
+	if (st->verbose && ncand)
+		thpd_log(LOG_DEBUG, "pass %llu: %zu processes to collapse, budget %.1f ms CPU",
+			 (unsigned long long)st->passes, ncand, st->bucket_s * 1e3);
 	for (size_t i = 0; i < ncand; i++) {
 		struct thpd_proc *p = cand[i];
 		struct thpd_rule *r = &st->cfg.rules[p->rule];
 
-		if (st->bucket_s <= 0) {
+		if (st->bucket_s <= 0 || (i == 0 && st->bucket_s < spend_threshold(st))) {
 			r->over_budget += p->alignable - p->huge;
+			st->work_left += p->alignable - p->huge;
 			st->catchup = true;
 			continue;
 		}
 		collapse(st, p, r);
 	}
 	free(cand);
+	st->nmatched = 0;
 	for (size_t i = 0; i < st->nhash; i++) {
 		for (struct thpd_proc *p = st->hash[i]; p; p = p->next) {
-			struct thpd_rule *r = &st->cfg.rules[p->rule];
+			struct thpd_rule *r;
 
+			if (p->rule < 0)
+				continue;
+			r = &st->cfg.rules[p->rule];
+			st->nmatched++;
 			r->processes++;
 			r->anon += p->anon;
 			r->huge += p->huge;

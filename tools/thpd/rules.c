@@ -98,6 +98,16 @@ int thpd_ident_read(pid_t pid, const struct thpd_config *c, struct thpd_ident *i
 	return 0;
 }
 
+int thpd_ident_cgroup(pid_t pid, struct thpd_ident *id)
+{
+	int r = read_cgroup(pid, id->cgroup, sizeof(id->cgroup));
+
+	if (r < 0)
+		return -1;
+	id->have_cgroup = r == 0;
+	return 0;
+}
+
 int thpd_rules_match(const struct thpd_config *c, const struct thpd_ident *id)
 {
 	for (size_t i = 0; i < c->nrules; i++) {

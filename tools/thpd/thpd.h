@@ -58,6 +58,7 @@ struct thpd_config {
 	struct thpd_rule *rules;
 	size_t nrules;
 	bool uses_user;        /* some rule matches by user */
+	bool uses_cgroup;      /* some rule matches by cgroup */
 };
 
 /* config.c */
@@ -79,6 +80,8 @@ struct thpd_ident {
 };
 /* Read what the rules need of PID; -1 when the process is gone. */
 int thpd_ident_read(pid_t pid, const struct thpd_config *c, struct thpd_ident *id);
+/* Read the cgroup again only; -1 when the process is gone. */
+int thpd_ident_cgroup(pid_t pid, struct thpd_ident *id);
 /* Index of the first matching rule, or -1. */
 int thpd_rules_match(const struct thpd_config *c, const struct thpd_ident *id);
 
@@ -108,11 +111,17 @@ struct thpd_proc {
 	bool skipped;      /* setuid or own never/nohuge policy: left alone */
 	bool seen;         /* in /proc during this pass */
 	bool warned;       /* huge memory under never/nohuge was logged */
+	bool stale;        /* exec'd since read: read everything again */
+	bool kthread;      /* no executable: never matched */
+	struct thpd_ident id;           /* what the rules match, cached */
+	uint64_t measure_next;          /* pass number of the next smaps_rollup read */
+	unsigned measure_gap;
 	uint64_t anon, huge, alignable; /* last measured */
 	uint64_t anon_at_query;         /* anon when alignable was read */
 	uint64_t collapses;
 	uint64_t next_try;              /* pass number before which no collapse is tried */
 	unsigned backoff;
+	uint64_t overhead_ns;           /* a pass's time before its first collapse (smaps, pagemap) */
 	struct thpd_proc *next;         /* hash chain */
 };
 
@@ -120,13 +129,18 @@ struct thpd_state {
 	struct thpd_config cfg;
 	struct thpd_proc **hash;
 	size_t nhash;
-	size_t nprocs;
+	pid_t self;
+	size_t nprocs;          /* entries: every process seen */
+	size_t nmatched;        /* of them, matched by a rule */
+	bool trust_cache;       /* the connector vouches for known PIDs this pass */
+	bool events_lost;       /* the connector dropped events: read everything */
 	uint64_t passes;
 	double last_pass_s;
 	double bucket_s;        /* CPU seconds the collapse work may still use */
 	uint64_t last_cpu_ns, last_wall_ns;
 	bool catchup;
 	bool early;             /* a pass is wanted before the interval is over */
+	uint64_t work_left;     /* collapsible bytes the last pass left for lack of budget */
 	uint64_t pass_collapse_ns;
 	bool verbose;
 	struct thpd_scan *scan;
@@ -137,6 +151,8 @@ void thpd_state_free(struct thpd_state *st);
 /* New rules: processes are matched again, counters are carried by rule name. */
 void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c);
 void thpd_pass(struct thpd_state *st);
+/* When the next pass is due after one that just ended, in ns from now. */
+uint64_t thpd_next_pass_ns(const struct thpd_state *st);
 void thpd_forget(struct thpd_state *st, pid_t pid);
 /* Match one process now (an exec event); sets st->early when a rule acts on it. */
 void thpd_consider(struct thpd_state *st, pid_t pid);

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A process for thpd to find: N MiB of touched private anonymous memory in
+ * one 2 MiB-aligned mapping (not advised), optionally M more one-page
+ * mappings (alternating protections, so that they stay apart), then
+ * commands on stdin:
+ * "check" (contents unchanged?), "prctl" (PR_GET_THP_DISABLE), "where".
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+
+#define EXTENT (2UL << 20)
+
+int main(int argc, char **argv)
+{
+	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 0;
+	size_t len = mib << 20;
+	size_t nmaps = argc > 2 ? strtoul(argv[2], NULL, 10) : 0;
+	char line[64];
+	uint64_t *p = NULL;
+	uint8_t *raw;
+
+	if (len) {
+		raw = mmap(NULL, len + EXTENT, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (raw == MAP_FAILED) {
+			perror("mmap");
+			return 1;
+		}
+		p = (uint64_t *)(((uintptr_t)raw + EXTENT - 1) & ~(EXTENT - 1));
+		/* The unaligned head and tail are given back: one aligned mapping. */
+		if ((uint8_t *)p > raw)
+			munmap(raw, (size_t)((uint8_t *)p - raw));
+		munmap((uint8_t *)p + len, (size_t)(raw + len + EXTENT - (uint8_t *)p - len));
+		for (size_t i = 0; i < len / 8; i += 512)
+			p[i] = i * 2654435761u + 1;
+	}
+	for (size_t i = 0; i < nmaps; i++) {
+		char *m = mmap(NULL, 4096, i % 2 ? PROT_READ : PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED) {
+			perror("mmap");
+			return 1;
+		}
+		if (i % 2 == 0)
+			m[0] = 1;
+	}
+	printf("ready %p %zu\n", (void *)p, len);
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin)) {
+		if (!strncmp(line, "check", 5)) {
+			size_t bad = 0;
+
+			for (size_t i = 0; i < len / 8; i++)
+				if (p[i] != (i % 512 ? 0 : i * 2654435761u + 1))
+					bad++;
+			printf("%s %zu\n", bad ? "bad" : "ok", bad);
+		} else if (!strncmp(line, "prctl", 5)) {
+			printf("thp_disable %d\n", prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
+		} else {
+			printf("unknown\n");
+		}
+		fflush(stdout);
+	}
+	return 0;
+}
