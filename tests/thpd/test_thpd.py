@@ -431,6 +431,53 @@ def case_inject(args, tmp):
         d.stop()
 
 
+def case_skip(args, tmp):
+    """setuid programs are left alone unless the rule says so; top N + rest; --once."""
+    suid = copy_workload(args, tmp, "wl-suid")
+    os.chmod(suid, 0o4755)
+    plain = copy_workload(args, tmp, "wl-plain")
+    ws = []
+    d = Daemon(args, tmp, f"[daemon]\ntop_processes = 1\n"
+               f"[rule s]\nexe = {suid}\npolicy = huge\n"
+               f"[rule p]\nexe = {plain}\npolicy = huge\nmax_ms_per_pass = 1000\n")
+    try:
+        sw = Workload(suid, 32)
+        ws.append(sw)
+        pws = [Workload(plain, 16), Workload(plain, 8)]
+        ws += pws
+        d.start()
+        check(wait_for(lambda: all(w.huge() >= 0.9 * w.len for w in pws), 60, 0.2),
+              "plain workloads not collapsed")
+        d.wait_passes(3)
+        check(sw.huge() == 0, "a setuid program was collapsed")
+        check("setuid/setgid program, left alone" in d.logtext(), "setuid skip not logged")
+        check(os.stat(d.sock).st_mode & 0o777 == 0o600, "socket mode not 0600")
+        text = d.query("metrics")
+        promtool_check(text)
+        series = [l for l in text.splitlines() if l.startswith("thpd_process_anon_bytes{")]
+        # The largest (the setuid one, measured though left alone), then
+        # one "rest" series per rule with processes left over: the two of p.
+        check(len(series) == 2 and f'pid="{sw.pid}"' in series[0], f"top 1: {series}")
+        rest = metric(text, "thpd_process_anon_bytes", rule="p", pid="rest")
+        want = sum(rollup(w.pid)["Anonymous"] for w in pws)
+        check(rest is not None and within(rest, want), f"rest {rest} vs smaps_rollup {want}")
+        check(metric(text, "thpd_collapses_total", rule="s") == 0, "collapses counted for setuid")
+        d.stop()
+        with open(d.conf, "a") as f:
+            f.write("[rule s2]\nexe = /nonexistent\npolicy = ignore\n")
+        text = subprocess.run(d.cmdline + ["--once"], capture_output=True, text=True, check=True).stdout
+        promtool_check(text)
+        check(metric(text, "thpd_rule_processes", rule="p") == 2, "--once: rule p processes")
+        with open(d.conf, "w") as f:
+            f.write(f"[rule s]\nexe = {suid}\npolicy = huge\nsetuid = yes\nmax_ms_per_pass = 1000\n")
+        d.start()
+        check(wait_for(lambda: sw.huge() >= 0.9 * sw.len, 60, 0.2), "setuid = yes: not collapsed")
+    finally:
+        for w in ws:
+            w.stop()
+        d.stop()
+
+
 def fd_list(pid):
     """The daemon's descriptors, fewest of ten looks: mid-pass the library
     holds a /proc file open for a moment, which is no leak."""

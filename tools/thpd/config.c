@@ -31,7 +31,7 @@ struct parse_ctx {
 	int section_line;
 	bool at_line_start;
 	char section[256];
-	int in_rule;         /* -1 none, else rule index */
+	int in_rule; /* -1 none, else rule index */
 	bool in_daemon;
 	char **err;
 	size_t errlen;
@@ -94,11 +94,24 @@ static int parse_size(const char *v, uint64_t *out)
 	if (errno)
 		return -1;
 	switch (toupper((unsigned char)*end)) {
-	case 'K': mul = 1ULL << 10; end++; break;
-	case 'M': mul = 1ULL << 20; end++; break;
-	case 'G': mul = 1ULL << 30; end++; break;
-	case 'T': mul = 1ULL << 40; end++; break;
-	default: break;
+	case 'K':
+		mul = 1ULL << 10;
+		end++;
+		break;
+	case 'M':
+		mul = 1ULL << 20;
+		end++;
+		break;
+	case 'G':
+		mul = 1ULL << 30;
+		end++;
+		break;
+	case 'T':
+		mul = 1ULL << 40;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end == 'i' || *end == 'B')
 		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;

@@ -49,7 +49,8 @@ static void usage(FILE *f)
 {
 	fputs("Usage: thpd [--config FILE] [--config-dir DIR] [--socket PATH] [--metrics-file PATH]\n"
 	      "            [--listen HOST:PORT] [--interval MS] [--once] [--check-config] [--verbose]\n"
-	      "Per-workload transparent huge page policy by rule (see thpd(8), thpd.conf(5)).\n", f);
+	      "Per-workload transparent huge page policy by rule (see thpd(8), thpd.conf(5)).\n",
+	      f);
 }
 
 /* Errors as "FILE:LINE: message", one log line each, at err priority. */
@@ -265,8 +266,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { .config = DEFAULT_CONFIG, .config_dir = DEFAULT_CONFIG_DIR,
-			  .socket = DEFAULT_SOCKET };
+	struct opts o = { .config = DEFAULT_CONFIG, .config_dir = DEFAULT_CONFIG_DIR, .socket = DEFAULT_SOCKET };
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "c:d:s:m:l:i:1Cvh", longopts, NULL)) != -1) {

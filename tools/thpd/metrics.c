@@ -263,7 +263,7 @@ char *thpd_json_text(const struct thpd_state *st, size_t *len)
 		bprintf(&b, "%s{\"name\":", i ? "," : "");
 		json_str(&b, r->name);
 		bprintf(&b, ",\"policy\":\"%s\",\"enforced\":%s,\"processes\":%llu,\"anon_bytes\":%llu,"
-			"\"huge_bytes\":%llu,\"alignable_bytes\":%llu,\"collapses\":%llu,\"failures\":{",
+			    "\"huge_bytes\":%llu,\"alignable_bytes\":%llu,\"collapses\":%llu,\"failures\":{",
 			thpd_policy_name(r->policy),
 			r->policy == THPD_HUGE || r->inject ? "true" : "false",
 			(unsigned long long)r->processes, (unsigned long long)r->anon,
@@ -289,7 +289,7 @@ char *thpd_json_text(const struct thpd_state *st, size_t *len)
 			(unsigned long long)v[i]->alignable);
 	}
 	bprintf(&b, "],\"daemon\":{\"pid\":%d,\"cpu_seconds\":%.6f,\"passes\":%llu,"
-		"\"last_pass_seconds\":%.6f,\"rss_bytes\":%llu}}\n",
+		    "\"last_pass_seconds\":%.6f,\"rss_bytes\":%llu}}\n",
 		(int)getpid(), (double)thpd_cpu_ns() / 1e9, (unsigned long long)st->passes,
 		st->last_pass_s, (unsigned long long)thpd_rss_bytes());
 	free(v);

@@ -192,7 +192,7 @@ static int is_secure_exec(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 1;  /* cannot tell: treat as secure, touch nothing */
+		return 1; /* cannot tell: treat as secure, touch nothing */
 	n = read(fd, aux, sizeof(aux));
 	close(fd);
 	for (ssize_t i = 0; i + 1 < n / (ssize_t)sizeof(uint64_t); i += 2) {
@@ -332,7 +332,7 @@ void thpd_consider(struct thpd_state *st, pid_t pid)
 	struct thpd_proc *p = *slot_of(st, pid);
 
 	if (p)
-		p->stale = true;  /* a new program: read everything again */
+		p->stale = true; /* a new program: read everything again */
 	visit(&arg, pid);
 	p = *slot_of(st, pid);
 	if (p && p->rule >= 0 && st->cfg.rules[p->rule].policy != THPD_IGNORE)
@@ -421,7 +421,8 @@ static int by_gain(const void *a, const void *b)
 	uint64_t gx = x->alignable > x->huge ? x->alignable - x->huge : 0;
 	uint64_t gy = y->alignable > y->huge ? y->alignable - y->huge : 0;
 
-	return gx < gy ? 1 : gx > gy ? -1 : 0;
+	return gx < gy ? 1 : gx > gy ? -1
+				     : 0;
 }
 
 static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rule *r)
@@ -459,7 +460,8 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 	}
 	if (st->verbose)
 		thpd_log(LOG_DEBUG, "process %d (%s): %llu extents collapsed, %llu failed, %llu over budget, "
-			 "%.1f ms, %.1f ms CPU", (int)p->pid, p->comm,
+				    "%.1f ms, %.1f ms CPU",
+			 (int)p->pid, p->comm,
 			 (unsigned long long)o.extents_collapsed, (unsigned long long)o.extents_failed,
 			 (unsigned long long)o.extents_over_budget, (double)o.elapsed_ns / 1e6,
 			 (double)c0 / 1e6);

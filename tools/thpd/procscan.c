@@ -16,13 +16,12 @@
 #include "thpd.h"
 
 struct thpd_scan {
-	int nl;  /* the connector socket, -1 without */
+	int nl; /* the connector socket, -1 without */
 };
 
 static int connector_open(void)
 {
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC,
-				  .nl_pid = 0 };
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC, .nl_pid = 0 };
 	struct {
 		struct nlmsghdr nh;
 		struct cn_msg cn;
@@ -106,7 +105,7 @@ int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 			if (nh->nlmsg_type == NLMSG_ERROR || nh->nlmsg_type == NLMSG_NOOP)
 				continue;
 			if (cn->id.idx != CN_IDX_PROC || cn->len < sizeof(struct proc_event) -
-			    sizeof(ev->event_data) + sizeof(ev->event_data.exit))
+									   sizeof(ev->event_data) + sizeof(ev->event_data.exit))
 				continue;
 			ev = (struct proc_event *)cn->data;
 			if (ev->what == PROC_EVENT_EXEC &&

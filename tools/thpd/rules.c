@@ -40,7 +40,7 @@ static int read_cgroup(pid_t pid, char *out, size_t cap)
 	else if ((p = strstr(buf, "\n0::")))
 		p += 4;
 	else
-		return 1;  /* no v2 hierarchy: no cgroup path to match */
+		return 1; /* no v2 hierarchy: no cgroup path to match */
 	if (*p == '/')
 		p++;
 	n = strcspn(p, "\n");

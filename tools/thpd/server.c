@@ -101,8 +101,7 @@ static int open_unix(const char *path, char **err)
 
 static int open_tcp(const char *listen_on, char **err)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
 	struct addrinfo *ai;
 	char host[256];
 	const char *colon = strrchr(listen_on, ':');
@@ -216,8 +215,7 @@ static void accept_all(struct thpd_server *sv, int lfd, bool http)
 			close(fd);
 			continue;
 		}
-		sv->cl[sv->ncl++] = (struct client){ .fd = fd, .http = http,
-						     .deadline = thpd_mono_ns() + CLIENT_TIMEOUT_NS };
+		sv->cl[sv->ncl++] = (struct client){ .fd = fd, .http = http, .deadline = thpd_mono_ns() + CLIENT_TIMEOUT_NS };
 	}
 }
 
@@ -260,8 +258,11 @@ static void reply(struct client *c, const struct thpd_state *st)
 			len = 0;
 		}
 		hl = asprintf(&hdr, "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-			      "Connection: close\r\n\r\n", status,
-			      status == 200 ? "OK" : status == 404 ? "Not Found" : "Error", ctype, len);
+				    "Connection: close\r\n\r\n",
+			      status,
+			      status == 200 ? "OK" : status == 404 ? "Not Found"
+								   : "Error",
+			      ctype, len);
 		if (hl < 0) {
 			free(body);
 			c->out = NULL;
@@ -318,7 +319,7 @@ void thpd_server_handle(struct thpd_server *sv, const struct thpd_state *st)
 			if (n > 0 && (request_complete(c) || c->reqlen == REQ_MAX - 1))
 				reply(c, st);
 			else if (n == 0 && c->reqlen && !c->http)
-				reply(c, st);  /* a client that shut down its side after the word */
+				reply(c, st); /* a client that shut down its side after the word */
 			else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 				done = true;
 		}

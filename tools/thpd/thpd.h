@@ -31,11 +31,11 @@ struct thpd_rule_stats {
 
 struct thpd_rule {
 	char *name;
-	char *cgroup;     /* glob or NULL */
-	char *exe;        /* glob or NULL */
-	char *user;       /* as written, or NULL */
+	char *cgroup; /* glob or NULL */
+	char *exe;    /* glob or NULL */
+	char *user;   /* as written, or NULL */
 	uid_t uid;
-	int policy;       /* enum thpd_policy, -1 unset */
+	int policy; /* enum thpd_policy, -1 unset */
 	bool inject;
 	bool setuid;
 	bool override_own;
@@ -50,15 +50,15 @@ struct thpd_rule {
 
 struct thpd_config {
 	uint64_t interval_ms;
-	double cpu_budget;     /* share of one core */
+	double cpu_budget; /* share of one core */
 	double catchup_budget;
 	char *metrics_file;
 	char *listen;
 	unsigned top;
 	struct thpd_rule *rules;
 	size_t nrules;
-	bool uses_user;        /* some rule matches by user */
-	bool uses_cgroup;      /* some rule matches by cgroup */
+	bool uses_user;	  /* some rule matches by user */
+	bool uses_cgroup; /* some rule matches by cgroup */
 };
 
 /* config.c */
@@ -105,24 +105,24 @@ struct thpd_proc {
 	pid_t pid;
 	uint64_t starttime;
 	int pidfd;
-	int rule;          /* index into the current rules, -1 unmatched */
+	int rule; /* index into the current rules, -1 unmatched */
 	char comm[32];
-	bool inject_done;  /* a never/nohuge/system rule was applied (or refused) */
-	bool skipped;      /* setuid or own never/nohuge policy: left alone */
-	bool seen;         /* in /proc during this pass */
-	bool warned;       /* huge memory under never/nohuge was logged */
-	bool stale;        /* exec'd since read: read everything again */
-	bool kthread;      /* no executable: never matched */
-	struct thpd_ident id;           /* what the rules match, cached */
-	uint64_t measure_next;          /* pass number of the next smaps_rollup read */
+	bool inject_done;      /* a never/nohuge/system rule was applied (or refused) */
+	bool skipped;	       /* setuid or own never/nohuge policy: left alone */
+	bool seen;	       /* in /proc during this pass */
+	bool warned;	       /* huge memory under never/nohuge was logged */
+	bool stale;	       /* exec'd since read: read everything again */
+	bool kthread;	       /* no executable: never matched */
+	struct thpd_ident id;  /* what the rules match, cached */
+	uint64_t measure_next; /* pass number of the next smaps_rollup read */
 	unsigned measure_gap;
 	uint64_t anon, huge, alignable; /* last measured */
-	uint64_t anon_at_query;         /* anon when alignable was read */
+	uint64_t anon_at_query;		/* anon when alignable was read */
 	uint64_t collapses;
-	uint64_t next_try;              /* pass number before which no collapse is tried */
+	uint64_t next_try; /* pass number before which no collapse is tried */
 	unsigned backoff;
-	uint64_t overhead_ns;           /* a pass's time before its first collapse (smaps, pagemap) */
-	struct thpd_proc *next;         /* hash chain */
+	uint64_t overhead_ns;	/* a pass's time before its first collapse (smaps, pagemap) */
+	struct thpd_proc *next; /* hash chain */
 };
 
 struct thpd_state {
@@ -130,17 +130,17 @@ struct thpd_state {
 	struct thpd_proc **hash;
 	size_t nhash;
 	pid_t self;
-	size_t nprocs;          /* entries: every process seen */
-	size_t nmatched;        /* of them, matched by a rule */
-	bool trust_cache;       /* the connector vouches for known PIDs this pass */
-	bool events_lost;       /* the connector dropped events: read everything */
+	size_t nprocs;	  /* entries: every process seen */
+	size_t nmatched;  /* of them, matched by a rule */
+	bool trust_cache; /* the connector vouches for known PIDs this pass */
+	bool events_lost; /* the connector dropped events: read everything */
 	uint64_t passes;
 	double last_pass_s;
-	double bucket_s;        /* CPU seconds the collapse work may still use */
+	double bucket_s; /* CPU seconds the collapse work may still use */
 	uint64_t last_cpu_ns, last_wall_ns;
 	bool catchup;
-	bool early;             /* a pass is wanted before the interval is over */
-	uint64_t work_left;     /* collapsible bytes the last pass left for lack of budget */
+	bool early;	    /* a pass is wanted before the interval is over */
+	uint64_t work_left; /* collapsible bytes the last pass left for lack of budget */
 	uint64_t pass_collapse_ns;
 	bool verbose;
 	struct thpd_scan *scan;
