@@ -169,7 +169,15 @@ phase_thpd() {
 	sed 's/^/VMTEST METRIC /' /tmp/thpd.prom
 	for pair in "redis-server $rpid" "memcached $mpid"; do
 		set -- $pair
-		local a h ra rh
+		local a h ra rh before i
+		# While collapses go on, a figure may be a pass old: compare a pass
+		# (1 s) after smaps_rollup stopped changing, up to 10 times.
+		for ((i = 0; i < 10; i++)); do
+			before=$(grep -E '^(Anonymous|AnonHugePages):' /proc/$2/smaps_rollup)
+			sleep 1
+			thpd_ask metrics >/tmp/thpd.prom
+			[ "$before" = "$(grep -E '^(Anonymous|AnonHugePages):' /proc/$2/smaps_rollup)" ] && break
+		done
 		a=$(metric_of process_anon_bytes "$2")
 		h=$(metric_of process_huge_bytes "$2")
 		ra=$(($(awk '/^Anonymous:/ {print $2}' /proc/$2/smaps_rollup) * 1024))
