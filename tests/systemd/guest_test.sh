@@ -25,7 +25,7 @@ echo
 if ls /opt/libthp-vmtest/debs/*.deb >/dev/null 2>&1; then
 	if dpkg -i /opt/libthp-vmtest/debs/*.deb >/tmp/dpkg.log 2>&1; then
 		pass "packages_installed"
-		info "packages: $(dpkg-query -W -f '${Package} ${Version}, ' libthp0 thpctl)thpctl at $(command -v thpctl)"
+		info "packages: $(dpkg-query -W -f '${Package} ${Version}, ' libthp0 thpctl thpd 2>/dev/null)thpctl at $(command -v thpctl)"
 	else
 		fail "packages_installed: dpkg -i failed"
 		sed 's/^/VMTEST LOG dpkg: /' /tmp/dpkg.log
@@ -426,8 +426,11 @@ phase_go() {
 	show_unit thp-go.service go "$since" | grep -v ' status: '
 }
 
+# thpd.service (tests/systemd/thpd_test.sh): phase_thpd.
+. /opt/libthp-vmtest/thpd_test.sh
+
 RELOAD_PLAIN=
-for phase in ${PHASES:-plain prefix_only exec agent memcached recipe example go}; do
+for phase in ${PHASES:-plain prefix_only exec agent memcached recipe example go thpd}; do
 	info "phase $phase"
 	redis-cli FLUSHALL >/dev/null 2>&1
 	phase_$phase

@@ -37,18 +37,28 @@ echo "image: $image ($(($(date +%s) - t)) s to build or find)"
 work=$(mktemp -d "${build_dir%/}/systemd-guest.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/payload/opt/libthp-vmtest"
-cp "$here/guest_test.sh" "$work/payload/opt/libthp-vmtest/" || exit 1
+cp "$here/guest_test.sh" "$here/thpd_test.sh" "$work/payload/opt/libthp-vmtest/" || exit 1
 # LIBTHP_DEBS (a directory of .ci/package's output; .ci/run sets it): the
 # guest installs the project's packages with dpkg, as a user would, and
 # runs thpctl and the preload from where they put them.  Otherwise this
 # build's thpctl and preload go where meson installs them.
 if [ -n "${LIBTHP_DEBS:-}" ]; then
 	mkdir -p "$work/payload/opt/libthp-vmtest/debs"
-	for pkg in libthp0 thpctl; do
+	for pkg in libthp0 thpctl thpd; do
 		deb=$(ls "$LIBTHP_DEBS"/${pkg}_*_amd64.deb 2>/dev/null | head -n1)
 		[ -n "$deb" ] || { echo "LIBTHP_DEBS=$LIBTHP_DEBS has no ${pkg}_*_amd64.deb" >&2; exit 1; }
 		cp "$deb" "$work/payload/opt/libthp-vmtest/debs/" || exit 1
 	done
+	# thpd depends on libinih1, which the image lacks (its recipe, whose
+	# hash keys a cold build, stays as it is): the host's copy of Debian's.
+	deb=$(ls /var/cache/apt/archives/libinih1_*_amd64.deb 2>/dev/null | head -n1)
+	if [ -z "$deb" ]; then
+		(cd "$work" && apt-get download libinih1 >/dev/null 2>&1)
+		deb=$(ls "$work"/libinih1_*_amd64.deb 2>/dev/null | head -n1)
+	fi
+	[ -n "$deb" ] || { echo "no libinih1 .deb for thpd (apt-get download libinih1 failed)" >&2; exit 1; }
+	cp "$deb" "$work/payload/opt/libthp-vmtest/debs/" || exit 1
+	thpd_dest=/usr/sbin/thpd
 	thpctl_dest=/usr/bin/thpctl
 	preload_dest=/usr/lib/x86_64-linux-gnu/libthp/libthp-preload.so
 	echo "packages: $(cd "$work/payload/opt/libthp-vmtest/debs" && echo *.deb)"
@@ -58,7 +68,17 @@ else
 fi
 for extra in "${@:8}"; do
 	src=${extra%%=*} dest=${extra#*=}
+	# thpd from the build tree: not when the packages bring their own.
+	case $dest in
+	*/sbin/thpd | */systemd/system/thpd.service | /etc/thpd.conf)
+		[ -n "${LIBTHP_DEBS:-}" ] && continue
+		[ "${dest##*/}" = thpd ] && thpd_dest=$dest ;;
+	esac
 	mkdir -p "$work/payload$(dirname "$dest")" && cp "$src" "$work/payload$dest" || exit 1
+	# libinih, which thpd links and the image lacks: the host's.
+	for dep in $(ldd "$src" 2>/dev/null | awk '/libinih/ {print $3}'); do
+		mkdir -p "$work/payload/usr/local/lib" && cp -L "$dep" "$work/payload/usr/local/lib/" || exit 1
+	done
 	for dep in $(ldd "$src" 2>/dev/null | grep -o "${build_dir%%/tests/*}[^ ]*"); do
 		mkdir -p "$work/payload/usr/local/lib" && cp -L "$dep" "$work/payload/usr/local/lib/" || exit 1
 	done
@@ -72,6 +92,8 @@ FILL_MIB=${THP_SYSTEMD_FILL_MIB:-500}
 AGENT_ARGS="${THP_SYSTEMD_AGENT_ARGS:-}"
 WORKLOAD=/usr/local/libexec/libthp-vmtest/tlb_workload
 GO_WORKLOAD=/usr/local/libexec/libthp-vmtest/go_workload
+THPD=${thpd_dest:-}
+THPD_HUGE_SECONDS=${THP_SYSTEMD_THPD_HUGE_SECONDS:-10}
 CONF
 # A tar on a raw disk: the guest reads it from /dev/vdb (vmtest.service).
 tar -C "$work/payload" -cf "$work/payload.tar" --owner=0 --group=0 . || exit 1
@@ -96,7 +118,22 @@ end=$(date +%s)
 tr -d '\r' <"$work/console.log" >"$work/console.txt"
 mkdir -p "${build_dir%/}/systemd-logs"
 cp "$work/console.txt" "${build_dir%/}/systemd-logs/$label.console.txt"
-grep -a '^VMTEST' "$work/console.txt" | tee "${build_dir%/}/systemd-logs/$label.txt"
+grep -a '^VMTEST' "$work/console.txt" | grep -av '^VMTEST METRIC ' | tee "${build_dir%/}/systemd-logs/$label.txt"
+# thpd's metrics from the guest, checked here (the image has no promtool).
+metrics_rc=0
+if grep -aq '^VMTEST METRIC ' "$work/console.txt"; then
+	sed -n 's/^VMTEST METRIC //p' "$work/console.txt" >"${build_dir%/}/systemd-logs/$label.thpd.prom"
+	if command -v promtool >/dev/null; then
+		if promtool check metrics <"${build_dir%/}/systemd-logs/$label.thpd.prom" >"$work/promtool.txt" 2>&1; then
+			echo "VMTEST PASS thpd_promtool ($(grep -c '^thpd_' "${build_dir%/}/systemd-logs/$label.thpd.prom") samples)"
+		else
+			echo "VMTEST FAIL thpd_promtool: $(head -n 5 "$work/promtool.txt" | tr '\n' ' ')"
+			metrics_rc=1
+		fi
+	else
+		echo "VMTEST INFO thpd metrics not checked: no promtool on the host (prometheus)"
+	fi
+fi
 echo "qemu exit $qrc after $((end - start)) s ($label)"
 if ! grep -aq '^VMTEST DONE' "$work/console.txt"; then
 	echo "no 'VMTEST DONE' from the guest; console:" >&2
@@ -104,5 +141,6 @@ if ! grep -aq '^VMTEST DONE' "$work/console.txt"; then
 	exit 1
 fi
 grep -aq '^VMTEST FAIL' "$work/console.txt" && exit 1
+[ "$metrics_rc" = 0 ] || exit 1
 grep -aq '^VMTEST PASS' "$work/console.txt" || { echo "no check passed" >&2; exit 1; }
 exit 0

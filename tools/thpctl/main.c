@@ -35,6 +35,7 @@ static const struct subcommand commands[] = {
 	  "  -h, --help    show this help\n" },
 	{ "status", thpctl_cmd_status, "show a process's THP policy and per-mapping THP state",
 	  "Usage: thpctl status [-p PID] [--anon] [--huge] [--json]\n"
+	  "       thpctl status --daemon [--socket PATH] [--json]\n"
 	  "\n"
 	  "Show the default THP policy of a process (which mechanism sets it and\n"
 	  "whether it survives fork() and exec()), then one line per mapping:\n"
@@ -47,6 +48,9 @@ static const struct subcommand commands[] = {
 	  "  --anon         list anonymous mappings only (no backing file)\n"
 	  "  --huge         list only mappings advised huge or holding huge pages\n"
 	  "  --json         machine-readable output (thpctl-json.md in libthp-doc)\n"
+	  "  --daemon       thpd's rules and largest processes instead, from its\n"
+	  "                 socket (with --json: thpd's status document as it is)\n"
+	  "  --socket PATH  thpd's socket (default " THPD_SOCKET_DEFAULT ")\n"
 	  "  -h, --help     show this help\n" },
 	{ "apply", thpctl_cmd_apply, "apply THP advice to address ranges or a whole process",
 	  "Usage: thpctl apply [-p PID] --advice huge|nohuge|collapse\n"

@@ -499,12 +499,14 @@ static int gather(int pidfd, struct status_data *d)
 
 int thpctl_cmd_status(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_ANON, OPT_HUGE };
+	enum { OPT_JSON = 256, OPT_ANON, OPT_HUGE, OPT_DAEMON, OPT_SOCKET };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "anon", no_argument, NULL, OPT_ANON },
 		{ "huge", no_argument, NULL, OPT_HUGE },
+		{ "daemon", no_argument, NULL, OPT_DAEMON },
+		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -512,7 +514,8 @@ int thpctl_cmd_status(int argc, char **argv)
 	struct status_data d;
 	int opt, pidfd = THP_SELF, status = THPCTL_EXIT_FAILURE;
 	unsigned long long seen = 0;
-	const char *why;
+	const char *why, *socket_path = NULL;
+	bool daemon = false;
 
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":p:h", longopts, NULL)) != -1) {
@@ -532,6 +535,12 @@ int thpctl_cmd_status(int argc, char **argv)
 		case OPT_HUGE:
 			o.huge_only = true;
 			break;
+		case OPT_DAEMON:
+			daemon = true;
+			break;
+		case OPT_SOCKET:
+			socket_path = optarg;
+			break;
 		case 'h':
 			thpctl_usage("status", stdout);
 			return thpctl_finish_output(THPCTL_EXIT_OK);
@@ -541,6 +550,12 @@ int thpctl_cmd_status(int argc, char **argv)
 	}
 	if (optind < argc)
 		return thpctl_usage_error("status", "unexpected argument '%s'", argv[optind]);
+	if (socket_path && !daemon)
+		return thpctl_usage_error("status", "--socket goes with --daemon");
+	if (daemon && (o.pid || o.anon_only || o.huge_only))
+		return thpctl_usage_error("status", "--daemon takes no -p, --anon or --huge");
+	if (daemon)
+		return thpctl_finish_output(thpctl_status_daemon(socket_path, o.json));
 
 	memset(&d, 0, sizeof(d));
 	d.pid = o.pid;

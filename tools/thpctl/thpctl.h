@@ -3,6 +3,8 @@
 #ifndef THPCTL_H
 #define THPCTL_H
 
+#include <stdbool.h>
+
 /*
  * Exit codes (documented in thpctl(1)).  "run" follows env(1)/nice(1):
  * 125 when thpctl itself failed before exec, 126 when CMD could not be
@@ -25,6 +27,13 @@ int thpctl_cmd_apply(int argc, char **argv);
 int thpctl_cmd_run(int argc, char **argv);
 int thpctl_cmd_collapse(int argc, char **argv);
 int thpctl_cmd_policy(int argc, char **argv);
+
+/*
+ * status --daemon: thpd's status document from its socket (@socket_path,
+ * NULL: THPD_SOCKET_DEFAULT), as a table or, with @json, as thpd wrote it.
+ */
+#define THPD_SOCKET_DEFAULT "/run/thpd/thpd.sock"
+int thpctl_status_daemon(const char *socket_path, bool json);
 
 /* "thpctl: <message>\n" on stderr. */
 void thpctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

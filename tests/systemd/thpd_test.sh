@@ -1,0 +1,258 @@
+# The systemd guest's thpd phase (sourced by guest_test.sh, whose check,
+# info, huge_share and redis_fill it uses): thpd.service with rules on the
+# cgroups of Debian's own redis-server.service and memcached.service,
+# started as shipped and never restarted; a transient service matched by
+# a never rule and one matched by none; reload with a broken and a fixed
+# file; kill -9 of thpd.  Figures come from /proc/PID/smaps of the targets.
+# THPD (thpd's path), THPD_HUGE_SECONDS (the bound on "huge after being
+# touched") and FILL_MIB come from /opt/libthp-vmtest/conf.
+
+# thpd's answer to REQUEST on its socket (perl: the image has no python3).
+thpd_ask() { # REQUEST
+	perl -MIO::Socket::UNIX -e '
+		my $s = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Peer => "/run/thpd/thpd.sock") or exit 1;
+		print $s "$ARGV[0]\n";
+		shutdown($s, 1);
+		print while <$s>;' "$1"
+}
+
+# MiB of 8000-byte values into memcached, perl over its text protocol.
+memcached_fill_perl() { # MiB
+	perl -MIO::Socket::INET -e '
+		my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:11211") or die "connect: $!";
+		my $v = "x" x 8000;
+		for my $i (1 .. $ARGV[0] * 128) { print $s "set k$i 0 0 8000 noreply\r\n$v\r\n"; }
+		print $s "get k1\r\n";
+		my $l = <$s>;
+		exit($l =~ /^VALUE k1/ ? 0 : 1);' "$1"
+}
+
+# A service of ours that holds MiB of touched anonymous memory (one
+# malloc'ed perl string) until stopped; its pid.  A unit file rather than
+# systemd-run, which hung in this guest (no D-Bus in the image).  $$: a
+# literal $ for systemd.
+start_holder() { # UNIT MiB
+	local pid end
+	printf '[Service]\nExecStart=/usr/bin/perl -e "$$x = q(x) x (%d << 20); sleep 3600"\n' "$2" \
+		>"/etc/systemd/system/$1.service"
+	systemctl daemon-reload
+	timeout 60 systemctl start "$1.service"
+	end=$(($(date +%s) + 120))
+	while [ "$(date +%s)" -lt $end ]; do
+		pid=$(systemctl show -P MainPID "$1.service")
+		if [ "${pid:-0}" != 0 ] &&
+			[ "$(awk '/^Anonymous:/ {print $2}' /proc/$pid/smaps_rollup 2>/dev/null || echo 0)" -ge $(($2 * 1000)) ]; then
+			echo "$pid"
+			return
+		fi
+		sleep 0.5
+	done
+	systemctl status --no-pager "$1.service" 2>&1 | sed "s/^/VMTEST LOG $1 status: /" >&2
+	echo "${pid:-0}"
+}
+
+# Seconds (tenths) until PID's alignable anonymous memory is >= 90% huge,
+# polled from its smaps; "timeout" after LIMIT seconds.
+time_to_huge() { # PID LIMIT
+	local t0 now pct
+	t0=$(date +%s%N)
+	while :; do
+		read -r pct _ <<<"$(huge_share "$1")"
+		now=$(date +%s%N)
+		if [ "$pct" -ge 90 ]; then
+			echo $(((now - t0) / 100000000)) | sed 's/\(.\)$/.\1/; s/^\./0./'
+			return
+		fi
+		[ $(((now - t0) / 1000000000)) -ge "$2" ] && { echo timeout; return; }
+		sleep 0.5
+	done
+}
+
+# A figure of thpd's metrics for the process PID.
+metric_of() { # NAME PID
+	grep "^thpd_$1{.*pid=\"$2\"" /tmp/thpd.prom | awk '{print $NF}' | head -n1
+}
+
+# |a - b| <= 1% of b (and both present).
+within_1pct() { # A B
+	[ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= b / 100) }'
+}
+
+phase_thpd() {
+	local since main nr pid rpid mpid npid upid t state bound=${THPD_HUGE_SECONDS:-10}
+	if [ -z "${THPD:-}" ] || [ ! -x "$THPD" ]; then
+		info "thpd: [$(date +%T)] not in this build (-Dthpd), not run"
+		return
+	fi
+	since=$(t0)
+	# Installed by the package (enabled and started by its postinst), or
+	# from the build tree as a unit of the administrator's.
+	if ! ls /opt/libthp-vmtest/debs/thpd_*.deb >/dev/null 2>&1; then
+		[ -e /etc/thpd.conf ] || cp /opt/libthp-vmtest/thpd.conf /etc/thpd.conf
+		systemctl daemon-reload
+		systemctl enable --now thpd.service >/dev/null 2>&1
+	fi
+	info "thpd: [$(date +%T)] $(systemctl show -p UnitFileState -p ActiveState -p MainPID -p FragmentPath thpd.service | tr '\n' ' ')"
+	check thpd_enabled "UnitFileState $(systemctl show -P UnitFileState thpd.service)" \
+		test "$(systemctl show -P UnitFileState thpd.service)" = enabled
+	check thpd_active "ActiveState $(systemctl show -P ActiveState thpd.service)" \
+		test "$(systemctl show -P ActiveState thpd.service)" = active
+	# The shipped configuration has no rule.
+	check thpd_shipped_no_rules "thpd --check-config: $($THPD --check-config 2>&1 | tr '\n' ' ')" \
+		test -z "$($THPD --check-config 2>&1 | grep -E '^[0-9]+\.')"
+	info "thpd: [$(date +%T)] $(systemd-analyze security thpd.service 2>/dev/null | tail -n1)"
+
+	# The targets, as Debian ships them: no drop-in, started before any rule.
+	sed -i 's/^-m .*/-m 1024/' /etc/memcached.conf
+	systemctl start redis-server.service memcached.service
+	rpid=$(systemctl show -P MainPID redis-server.service)
+	mpid=$(pgrep -x memcached | head -n1)
+	info "thpd: [$(date +%T)] redis-server pid $rpid, memcached pid $mpid ($(systemctl show -P NRestarts redis-server.service) and $(systemctl show -P NRestarts memcached.service) restarts)"
+	npid=$(start_holder nevertest 100)
+	upid=$(start_holder unmatched 100)
+	info "thpd: [$(date +%T)] nevertest.service pid $npid, unmatched.service pid $upid"
+
+	mkdir -p /etc/thpd.d
+	cat >/etc/thpd.d/50-vmtest.conf <<-'EOF'
+	[daemon]
+	interval_ms = 500
+
+	[rule redis]
+	cgroup = system.slice/redis-server.service
+	policy = huge
+
+	[rule memcached]
+	cgroup = system.slice/memcached.service
+	policy = huge
+
+	[rule nevertest]
+	cgroup = system.slice/nevertest.service
+	policy = never
+	EOF
+	systemctl reload thpd.service
+	sleep 2
+	$THPD --check-config 2>&1 | sed 's/^/VMTEST LOG thpd check-config: /'
+
+	t=$(date +%s%N)
+	redis_fill "${FILL_MIB:-500}"
+	info "thpd: [$(date +%T)] redis filled ${FILL_MIB:-500} MiB in $((($(date +%s%N) - t) / 1000000)) ms"
+	t=$(time_to_huge "$rpid" 300)
+	read -r pct anon huge align <<<"$(huge_share "$rpid")"
+	info "thpd: [$(date +%T)] redis-server: >= 90% huge ${t} s after the fill; now Anonymous $anon kB AnonHugePages $huge kB alignable $align kB (${pct}%)"
+	check thpd_redis_huge "redis-server: 90% huge after $t s (bound $bound s)" \
+		awk -v t="$t" -v b="$bound" 'BEGIN { exit !(t != "timeout" && t + 0 <= b) }'
+
+	t=$(date +%s%N)
+	memcached_fill_perl "${FILL_MIB:-500}" || fail "thpd_memcached_fill: memcached did not return k1"
+	info "thpd: [$(date +%T)] memcached filled ${FILL_MIB:-500} MiB in $((($(date +%s%N) - t) / 1000000)) ms"
+	t=$(time_to_huge "$mpid" 300)
+	read -r pct anon huge align <<<"$(huge_share "$mpid")"
+	info "thpd: [$(date +%T)] memcached: >= 90% huge ${t} s after the fill; now Anonymous $anon kB AnonHugePages $huge kB alignable $align kB (${pct}%)"
+	check thpd_memcached_huge "memcached: 90% huge after $t s (bound $bound s)" \
+		awk -v t="$t" -v b="$bound" 'BEGIN { exit !(t != "timeout" && t + 0 <= b) }'
+
+	# never (reported, not enforced) and no rule: nothing collapsed.
+	for pair in "nevertest $npid" "unmatched $upid"; do
+		set -- $pair
+		read -r pct anon huge align <<<"$(huge_share "$2")"
+		check "thpd_${1}_untouched" "$1.service pid $2: AnonHugePages $huge kB of $anon kB" test "$huge" = 0 -a "$anon" -gt 0
+	done
+	thpd_ask json >/tmp/thpd.json
+	check thpd_never_no_collapse "rule nevertest: $(grep -o '"name":"nevertest"[^}]*' /tmp/thpd.json)" \
+		grep -q '"name":"nevertest","policy":"never","enforced":false,"processes":1,[^}]*"collapses":0,' /tmp/thpd.json
+	check thpd_unmatched_unlisted "unmatched pid $upid in thpd's processes" \
+		test -z "$(grep -o "\"pid\":$upid," /tmp/thpd.json)"
+
+	# The metrics: to the host for promtool (VMTEST METRIC lines), and
+	# each process figure against the process's smaps_rollup.
+	thpd_ask metrics >/tmp/thpd.prom
+	sed 's/^/VMTEST METRIC /' /tmp/thpd.prom
+	for pair in "redis-server $rpid" "memcached $mpid"; do
+		set -- $pair
+		local a h ra rh before i
+		# While collapses go on, a figure may be a pass old: compare a pass
+		# (1 s) after smaps_rollup stopped changing, up to 10 times.
+		for ((i = 0; i < 10; i++)); do
+			before=$(grep -E '^(Anonymous|AnonHugePages):' /proc/$2/smaps_rollup)
+			sleep 1
+			thpd_ask metrics >/tmp/thpd.prom
+			[ "$before" = "$(grep -E '^(Anonymous|AnonHugePages):' /proc/$2/smaps_rollup)" ] && break
+		done
+		a=$(metric_of process_anon_bytes "$2")
+		h=$(metric_of process_huge_bytes "$2")
+		ra=$(($(awk '/^Anonymous:/ {print $2}' /proc/$2/smaps_rollup) * 1024))
+		rh=$(($(awk '/^AnonHugePages:/ {print $2}' /proc/$2/smaps_rollup) * 1024))
+		check "thpd_metrics_$1" "anon $a vs smaps_rollup $ra, huge $h vs $rh" \
+			eval 'within_1pct "$a" "$ra" && within_1pct "$h" "$rh"'
+	done
+	$THPCTL status --daemon 2>&1 | sed 's/^/VMTEST LOG thpctl status --daemon: /'
+	check thpd_thpctl_status "thpctl status --daemon shows no redis rule" \
+		eval "$THPCTL status --daemon | grep -qE '^redis +huge +yes +1 '"
+
+	# Reload with a broken file: the old rules stay, the journal says where.
+	since=$(t0)
+	printf '[rule unmatched]\ncgroup = system.slice/unmatched.service\npolicy = sometimes\n' >/etc/thpd.d/60-late.conf
+	systemctl reload thpd.service
+	sleep 2
+	local said
+	said=$(journalctl -q --no-pager -o cat -p err -u thpd.service --since "@$since" | grep -m1 '60-late.conf:3')
+	info "thpd: [$(date +%T)] broken file: journal (err): ${said:-nothing}"
+	check thpd_reload_broken_logged "no 'FILE:LINE' error in the journal" test -n "$said"
+	check thpd_reload_broken_active "thpd $(systemctl show -P ActiveState thpd.service) after the broken reload" \
+		test "$(systemctl show -P ActiveState thpd.service)" = active
+	check thpd_reload_broken_old_rules "old rules gone: $(thpd_ask rules | tr '\n' ' ')" \
+		eval "thpd_ask rules | grep -q memcached"
+	read -r pct anon huge align <<<"$(huge_share "$upid")"
+	check thpd_reload_broken_unmatched "unmatched.service: AnonHugePages $huge kB after the broken reload" test "$huge" = 0
+	# The fixed file: the rule acts on unmatched.service within a second.
+	sed -i 's/sometimes/huge/' /etc/thpd.d/60-late.conf
+	t=$(date +%s%N)
+	systemctl reload thpd.service
+	local i first=
+	for ((i = 0; i < 100; i++)); do
+		if [ "$(awk '/^AnonHugePages:/ {print $2}' /proc/$upid/smaps_rollup)" -gt 0 ]; then
+			first=$((($(date +%s%N) - t) / 1000000))
+			break
+		fi
+		sleep 0.05
+	done
+	info "thpd: [$(date +%T)] fixed file: first huge page in unmatched.service ${first:-never} ms after systemctl reload"
+	check thpd_reload_fixed_acts "first collapse ${first:-never} ms after the reload (want <= 1000)" \
+		test -n "$first" -a "${first:-99999}" -le 1000
+
+	# kill -9: systemd restarts thpd; the targets see nothing.
+	main=$(systemctl show -P MainPID thpd.service)
+	nr=$(systemctl show -P NRestarts thpd.service)
+	local fds rss keys
+	fds=$(ls /proc/$main/fd | wc -l)
+	rss=$(awk '/^VmRSS:/ {print $2}' /proc/$main/status)
+	keys=$(redis-cli DBSIZE)
+	kill -9 "$main"
+	for ((i = 0; i < 100; i++)); do
+		state=$(systemctl show -P ActiveState thpd.service)
+		[ "$state" = active ] && [ "$(systemctl show -P MainPID thpd.service)" != "$main" ] && break
+		sleep 0.2
+	done
+	local main2
+	main2=$(systemctl show -P MainPID thpd.service)
+	info "thpd: [$(date +%T)] after kill -9 of $main: $state, MainPID $main2, NRestarts $(systemctl show -P NRestarts thpd.service) (was $nr), after $((i / 5)) s"
+	check thpd_restarted "state $state, MainPID $main2 (was $main), NRestarts $(systemctl show -P NRestarts thpd.service) (was $nr)" \
+		test "$state" = active -a "$main2" != "$main" -a "$(systemctl show -P NRestarts thpd.service)" -gt "$nr"
+	sleep 5
+	local fds2 rss2
+	fds2=$(ls /proc/$main2/fd | wc -l)
+	rss2=$(awk '/^VmRSS:/ {print $2}' /proc/$main2/status)
+	info "thpd: [$(date +%T)] before the kill $fds fds, VmRSS $rss kB; its successor after 5 s: $fds2 fds, VmRSS $rss2 kB"
+	check thpd_restart_fds "fds $fds2 after the restart, $fds before" test "$fds2" -le "$fds"
+	check thpd_targets_unharmed "redis $(systemctl show -P ActiveState redis-server.service) pid $(systemctl show -P MainPID redis-server.service) (was $rpid) keys $(redis-cli DBSIZE) (was $keys); memcached $(systemctl show -P ActiveState memcached.service) pid $(pgrep -x memcached | head -n1) (was $mpid)" \
+		test "$(systemctl show -P MainPID redis-server.service)" = "$rpid" -a "$(redis-cli DBSIZE)" = "$keys" \
+		-a "$(pgrep -x memcached | head -n1)" = "$mpid" -a "$(systemctl show -P NRestarts redis-server.service)" = 0 \
+		-a "$(systemctl show -P NRestarts memcached.service)" = 0
+	journalctl -q --no-pager -o short-monotonic -u thpd.service --since "@$since" | tail -n 30 | sed 's/^/VMTEST LOG thpd journal: /'
+
+	systemctl stop nevertest.service unmatched.service redis-server.service memcached.service
+	rm -f /etc/thpd.d/50-vmtest.conf /etc/thpd.d/60-late.conf /etc/systemd/system/nevertest.service \
+		/etc/systemd/system/unmatched.service
+	systemctl daemon-reload
+	systemctl reload thpd.service
+}
