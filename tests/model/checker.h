@@ -117,6 +117,12 @@ struct run_cfg {
 	int pidfd;       /* the call's target: THP_SELF, or remote mode's target */
 };
 
+/* run.c: one configuration of a case, run in a child (run_config_in_child()). */
+typedef void (*config_runner)(const struct case_spec *c, struct run_cfg *r, uint64_t base,
+			      int wfd);
+void run_config_in_child(config_runner fn, const struct case_spec *c, struct run_cfg *r,
+			 uint64_t base, const char *prefix, int wfd);
+
 /* compare.c: the first divergence of a run, and the checks that find one (false). */
 extern char why[1024];
 

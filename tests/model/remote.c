@@ -323,9 +323,6 @@ static void __attribute__((noreturn)) case_process(const struct case_spec *c, in
 		for (int text = 0; text < 2; text++) {
 			struct run_cfg r = { remote_backends[b], text, false, THP_SELF };
 			bool offered = remote_offered(c, r.backend);
-			int p[2], st;
-			pid_t pid;
-			ssize_t n;
 
 			if (!text && !pinfo.procmap_query)
 				continue;
@@ -334,26 +331,7 @@ static void __attribute__((noreturn)) case_process(const struct case_spec *c, in
 				continue;
 			if (offered)
 				r.fork_check = nr_runs++ == fork_run;
-			if (pipe(p))
-				_exit(2);
-			pid = fork();
-			if (pid == 0) {
-				close(p[0]);
-				runner(c, &r, base, p[1]);
-			}
-			close(p[1]);
-			n = read(p[0], why, sizeof(why) - 1);
-			why[n > 0 ? n : 0] = 0;
-			close(p[0]);
-			waitpid(pid, &st, 0);
-			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-				snprintf(msg, sizeof(msg), "remote, backend %s, %s walk: %s",
-					 thp_backend_name(r.backend), text ? "maps text" : "PROCMAP_QUERY",
-					 why[0] ? why : "the run died");
-				if (write(wfd, msg, strlen(msg)) < 0)
-					_exit(2);
-				_exit(1);
-			}
+			run_config_in_child(runner, c, &r, base, "remote, ", wfd);
 		}
 	_exit(0);
 }

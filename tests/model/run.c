@@ -26,7 +26,8 @@ static bool backend_offered(const struct case_spec *c, unsigned int be)
 }
 
 /* In a child: one configuration; exit 0 when library, model and kernel agree. */
-static void run_child(const struct case_spec *c, const struct run_cfg *r, uint64_t base, int wfd)
+static void __attribute__((noreturn)) run_child(const struct case_spec *c, struct run_cfg *r,
+						uint64_t base, int wfd)
 {
 	struct model_arena a = { .base = base, .nr_pages = c->arena_pages, .page_size = page,
 				 .pmd_size = pmd };
@@ -60,6 +61,40 @@ out:
 	_exit(why[0] ? 1 : 0);
 }
 
+/*
+ * One configuration of a case in a child of the case's process: returns
+ * when it agreed with the model; otherwise writes "@prefix backend B, W
+ * walk: why" to @wfd and exits 1.
+ */
+void run_config_in_child(config_runner fn, const struct case_spec *c, struct run_cfg *r,
+			 uint64_t base, const char *prefix, int wfd)
+{
+	char msg[1200];
+	int p[2], st;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe(p))
+		_exit(2);
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		fn(c, r, base, p[1]);
+	}
+	close(p[1]);
+	n = read(p[0], why, sizeof(why) - 1);
+	why[n > 0 ? n : 0] = 0;
+	close(p[0]);
+	waitpid(pid, &st, 0);
+	if (WIFEXITED(st) && !WEXITSTATUS(st))
+		return;
+	snprintf(msg, sizeof(msg), "%sbackend %s, %s walk: %s", prefix, thp_backend_name(r->backend),
+		 r->text_walk ? "maps text" : "PROCMAP_QUERY", why[0] ? why : "the run died");
+	if (write(wfd, msg, strlen(msg)) < 0)
+		_exit(2);
+	_exit(1);
+}
+
 static const unsigned int all_backends[] = { THP_BACKEND_AUTO, THP_BACKEND_PMADV,
 					     THP_BACKEND_PROCESS_MADVISE, THP_BACKEND_MADVISE };
 
@@ -89,9 +124,6 @@ static void case_child(const struct case_spec *c, int wfd)
 	for (size_t b = 0; b < sizeof(all_backends) / sizeof(all_backends[0]); b++)
 		for (int text = 0; text < 2; text++) {
 			struct run_cfg r = { all_backends[b], text, false, THP_SELF };
-			int p[2], st;
-			pid_t pid;
-			ssize_t n;
 
 			/* Without PROCMAP_QUERY the text walk is the only one. */
 			if (!text && !pinfo.procmap_query)
@@ -101,26 +133,7 @@ static void case_child(const struct case_spec *c, int wfd)
 				continue;
 			if (backend_offered(c, r.backend))
 				r.fork_check = nr_runs++ == fork_run;
-			if (pipe(p))
-				_exit(2);
-			pid = fork();
-			if (pid == 0) {
-				close(p[0]);
-				run_child(c, &r, base, p[1]);
-			}
-			close(p[1]);
-			n = read(p[0], why, sizeof(why) - 1);
-			why[n > 0 ? n : 0] = 0;
-			close(p[0]);
-			waitpid(pid, &st, 0);
-			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-				snprintf(msg, sizeof(msg), "backend %s, %s walk: %s",
-					 thp_backend_name(r.backend), text ? "maps text" : "PROCMAP_QUERY",
-					 why[0] ? why : "the run died");
-				if (write(wfd, msg, strlen(msg)) < 0)
-					_exit(2);
-				_exit(1);
-			}
+			run_config_in_child(run_child, c, &r, base, "", wfd);
 		}
 	_exit(0);
 }
