@@ -210,17 +210,11 @@ int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge)
 	const char *p;
 	unsigned long long kb;
 	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	n = thpd_read_small(path, buf, sizeof(buf));
 	if (n <= 0)
 		return -1;
-	buf[n] = '\0';
 	*anon = *huge = 0;
 	if ((p = strstr(buf, "\nAnonymous:")) && sscanf(p + 11, "%llu", &kb) == 1)
 		*anon = kb << 10;

@@ -141,23 +141,33 @@ int thpd_scan_proc(void (*fn)(void *, pid_t), void *arg)
 	return 0;
 }
 
+ssize_t thpd_read_small(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
 int thpd_proc_stat(pid_t pid, char *comm, size_t commlen, uint64_t *starttime)
 {
 	char path[64], buf[1024];
 	const char *lp, *rp, *p;
 	unsigned long long st;
 	ssize_t n;
-	int fd, field;
+	int field;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	n = thpd_read_small(path, buf, sizeof(buf));
 	if (n <= 0)
 		return -1;
-	buf[n] = '\0';
 	/* comm may hold ')' and spaces: it ends at the last ')'. */
 	lp = strchr(buf, '(');
 	rp = strrchr(buf, ')');

@@ -10,21 +10,6 @@
 
 #include "thpd.h"
 
-static ssize_t read_small(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return n;
-}
-
 /* The "0::/path" line of /proc/PID/cgroup, leading '/' stripped. */
 static int read_cgroup(pid_t pid, char *out, size_t cap)
 {
@@ -33,7 +18,7 @@ static int read_cgroup(pid_t pid, char *out, size_t cap)
 	size_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	if (read_small(path, buf, sizeof(buf)) < 0)
+	if (thpd_read_small(path, buf, sizeof(buf)) < 0)
 		return -1;
 	if (!strncmp(buf, "0::", 3))
 		p = buf + 3;
@@ -58,7 +43,7 @@ static int read_uid(pid_t pid, uid_t *uid)
 	unsigned long u;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (read_small(path, buf, sizeof(buf)) < 0)
+	if (thpd_read_small(path, buf, sizeof(buf)) < 0)
 		return -1;
 	p = strstr(buf, "\nUid:");
 	if (!p || sscanf(p + 5, "%lu", &u) != 1)

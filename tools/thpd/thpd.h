@@ -98,6 +98,8 @@ int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 /* Call @fn for every process in /proc. */
 int thpd_scan_proc(void (*fn)(void *, pid_t), void *arg);
 /* comm and starttime from /proc/PID/stat; -1 when gone. */
+/* A small /proc file whole, NUL-terminated: its length, or -1. */
+ssize_t thpd_read_small(const char *path, char *buf, size_t cap);
 int thpd_proc_stat(pid_t pid, char *comm, size_t commlen, uint64_t *starttime);
 
 /* policy.c */
