@@ -225,6 +225,31 @@ class Collapse(unittest.TestCase):
         finally:
             raw_munmap(base, 10 << 20)
 
+    def test_coverage_by_folio_size(self):
+        """A HUGE-advised, touched 8 MiB: root sees it in 2 MiB folios."""
+        if os.geteuid() != 0:
+            self.assertEqual(thp.coverage(folio_sizes=True).folio_source, "none")
+            return
+        base = raw_mmap(10 << 20)
+        try:
+            aligned = (base + PMD - 1) & ~(PMD - 1)
+            thp.apply_ranges([(aligned, 8 << 20)], thp.Advice.HUGE)
+            view = (ctypes.c_char * (8 << 20)).from_address(aligned)
+            for off in range(0, 8 << 20, PAGE):
+                view[off] = b"\x5a"
+            plain = thp.coverage()
+            self.assertEqual(plain.folio_source, "none")
+            self.assertEqual(plain.folio_bytes, {})
+            huge = sum(st.anon_huge_bytes for st in thp.query(aligned, 8 << 20))
+            self.assertGreater(huge, 0)
+            cov = thp.coverage(folio_sizes=True)
+            self.assertEqual(cov.folio_source, "kpageflags")
+            # What smaps showed PMD-mapped in the region is in 2 MiB folios.
+            self.assertGreaterEqual(cov.folio_bytes.get(PMD, 0), huge)
+            self.assertGreater(cov.base_bytes, 0)  # the interpreter's own heap
+        finally:
+            raw_munmap(base, 10 << 20)
+
     def test_bad_min_present(self):
         with self.assertRaises(thp.ThpError) as cm:
             thp.collapse(min_present_pages=513)

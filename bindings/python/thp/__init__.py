@@ -268,6 +268,10 @@ class _MappingState(ctypes.Structure):
     ]
 
 
+class _FolioBytes(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint64), ("bytes", ctypes.c_uint64)]
+
+
 class _QueryOpts(ctypes.Structure):
     _anonymous_ = ("_states",)
     _fields_ = [
@@ -282,6 +286,14 @@ class _QueryOpts(ctypes.Structure):
         ("anon_bytes", ctypes.c_uint64),
         ("anon_huge_bytes", ctypes.c_uint64),
         ("anon_alignable_bytes", ctypes.c_uint64),
+        # Since VER2: bytes by folio size (THP_QUERY_F_FOLIO_SIZES).
+        ("folio_source", ctypes.c_uint32),
+        ("nr_sizes", ctypes.c_uint32),
+        ("folios", ctypes.c_uint64),  # per-mapping array: not used here
+        ("anon_base_bytes", ctypes.c_uint64),
+        ("anon_other_bytes", ctypes.c_uint64),
+        ("anon_sized_alignable_bytes", ctypes.c_uint64),
+        ("sizes", _FolioBytes * PROBE_MAX_SIZES),
     ]
 
 
@@ -327,7 +339,8 @@ _EXPECTED_SIZES = {
     _SizeInfo: 16,
     _ProbeInfo: 344,
     _MappingState: 104,
-    _QueryOpts: 80,
+    _FolioBytes: 16,
+    _QueryOpts: 376,
     _CollapseOpts: 168,
 }
 for _cls, _size in _EXPECTED_SIZES.items():
@@ -846,6 +859,16 @@ class Coverage:
     anon_bytes: int
     anon_huge_bytes: int
     anon_alignable_bytes: int
+    #: With folio_sizes=True: "kpageflags" where the caller may read page
+    #: frames (root), else "none" and the figures below are 0, not estimates.
+    folio_source: str = "none"
+    #: Anonymous bytes by folio size in bytes (every size the kernel offers).
+    folio_bytes: Dict[int, int] = field(default_factory=dict)
+    base_bytes: int = 0
+    other_bytes: int = 0
+    #: What could be huge in whole extents of the smallest size a HUGE
+    #: policy can get here (0 when none can).
+    sized_alignable_bytes: int = 0
 
     @property
     def ratio(self) -> float:
@@ -855,14 +878,28 @@ class Coverage:
         return self.anon_huge_bytes / self.anon_alignable_bytes
 
 
-def coverage(pidfd: PidfdLike = None) -> Coverage:
+_QUERY_F_FOLIO_SIZES = 1 << 0
+_FOLIO_SOURCES = {0: "none", 1: "kpageflags"}
+
+
+def coverage(pidfd: PidfdLike = None, folio_sizes: bool = False) -> Coverage:
     """Anonymous memory, AnonHugePages and what could be huge, for self or a
-    pidfd (the totals of thp_query())."""
-    opts = _QueryOpts(sz=ctypes.sizeof(_QueryOpts), pidfd=_pidfd(pidfd))
+    pidfd (the totals of thp_query()).  folio_sizes=True also counts the
+    bytes in folios of each size from pagemap and kpageflags (root only;
+    it costs a pagemap read of every mapping with anonymous memory)."""
+    opts = _QueryOpts(sz=ctypes.sizeof(_QueryOpts), pidfd=_pidfd(pidfd),
+                      flags=_QUERY_F_FOLIO_SIZES if folio_sizes else 0)
     _check(_thp_query(ctypes.byref(opts)), "thp_query")
+    n = min(opts.nr_sizes, PROBE_MAX_SIZES)
     return Coverage(anon_bytes=opts.anon_bytes,
                     anon_huge_bytes=opts.anon_huge_bytes,
-                    anon_alignable_bytes=opts.anon_alignable_bytes)
+                    anon_alignable_bytes=opts.anon_alignable_bytes,
+                    folio_source=_FOLIO_SOURCES.get(opts.folio_source, "unknown"),
+                    folio_bytes={opts.sizes[i].size: opts.sizes[i].bytes
+                                 for i in range(n)},
+                    base_bytes=opts.anon_base_bytes,
+                    other_bytes=opts.anon_other_bytes,
+                    sized_alignable_bytes=opts.anon_sized_alignable_bytes)
 
 
 @dataclass
