@@ -172,7 +172,7 @@ static int probe_self(void)
 	int r = (int)prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
 	/* Plain mmap(): the exec()ed probe runs outside a Check test (no ck_assert). */
 	char *m = mmap(NULL, 4 * MiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	char *p = (char *)(((uintptr_t)m + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1));
+	char *p = (char *)(uintptr_t)(((uintptr_t)m + 2 * MiB - 1) & ~(uintptr_t)(2 * MiB - 1));
 	struct smaps_info si;
 
 	if (m == MAP_FAILED || madvise(p, 2 * MiB, MADV_HUGEPAGE) ||
