@@ -108,11 +108,9 @@ phase_thpd() {
 	# The targets, as Debian ships them: no drop-in, started before any rule.
 	sed -i 's/^-m .*/-m 1024/' /etc/memcached.conf
 	# Fresh targets for this phase, before any rule: the earlier phases
-	# left about 500 MiB in redis, and in the RDB file a restart loads.
-	if systemctl -q is-active redis-server.service; then
-		redis-cli FLUSHALL >/dev/null && redis-cli SAVE >/dev/null
-	fi
+	# left about 500 MiB in redis's RDB file, which a start loads.
 	systemctl stop redis-server.service memcached.service
+	rm -f /var/lib/redis/dump.rdb
 	systemctl start redis-server.service memcached.service
 	rpid=$(systemctl show -P MainPID redis-server.service)
 	mpid=$(pgrep -x memcached | head -n1)
