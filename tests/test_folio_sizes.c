@@ -259,6 +259,11 @@ START_TEST(collapse_small_folio_fields)
 	o.sz = sizeof(o);
 	o.pidfd = THP_SELF;
 	r = thp_collapse(&o);
+	if (under_valgrind()) {
+		/* No valgrind knows process_madvise(): the library sees a kernel without it. */
+		ck_assert_int_eq(r, -EOPNOTSUPP);
+		return;
+	}
 	ck_assert_msg(r >= 4, "thp_collapse: %d (%s)", r, thp_strerror_detail());
 	ck_assert_uint_eq(o.extents_small_folios, 0);
 	if (pfns_visible()) {
