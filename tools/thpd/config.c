@@ -238,7 +238,11 @@ static int handler(void *user, const char *section, const char *name, const char
 	int line = p->line;
 
 	if (strcmp(section, p->section) != 0) {
-		snprintf(p->section, sizeof(p->section), "%s", section);
+		size_t n = strnlen(section, sizeof(p->section) - 1);
+
+		/* Not snprintf(): under -fsanitize=undefined gcc takes section for maybe NULL. */
+		memcpy(p->section, section, n);
+		p->section[n] = '\0';
 		p->in_daemon = !strcmp(section, "daemon");
 		p->in_rule = -1;
 		if (!strncmp(section, "rule ", 5) && section[5]) {
