@@ -593,7 +593,8 @@ void thpd_pass(struct thpd_state *st)
 			}
 		}
 	}
-	qsort(cand, ncand, sizeof(*cand), by_gain);
+	if (ncand) /* cand is NULL when nothing matched: qsort() must not see it */
+		qsort(cand, ncand, sizeof(*cand), by_gain);
 	if (st->verbose && ncand)
 		thpd_log(LOG_DEBUG, "pass %llu: %zu processes to collapse, budget %.1f ms CPU",
 			 (unsigned long long)st->passes, ncand, st->bucket_s * 1e3);

@@ -100,20 +100,22 @@ int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 		}
 		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n); nh = NLMSG_NEXT(nh, n)) {
 			struct cn_msg *cn = NLMSG_DATA(nh);
-			struct proc_event *ev;
+			struct proc_event ev;
 
 			if (nh->nlmsg_type == NLMSG_ERROR || nh->nlmsg_type == NLMSG_NOOP)
 				continue;
 			if (cn->id.idx != CN_IDX_PROC || cn->len < sizeof(struct proc_event) -
-									   sizeof(ev->event_data) + sizeof(ev->event_data.exit))
+									   sizeof(ev.event_data) + sizeof(ev.event_data.exit))
 				continue;
-			ev = (struct proc_event *)cn->data;
-			if (ev->what == PROC_EVENT_EXEC &&
-			    ev->event_data.exec.process_pid == ev->event_data.exec.process_tgid)
-				on_exec(arg, ev->event_data.exec.process_pid);
-			else if (ev->what == PROC_EVENT_EXIT &&
-				 ev->event_data.exit.process_pid == ev->event_data.exit.process_tgid)
-				on_exit(arg, ev->event_data.exit.process_pid);
+			/* Copied out: in the message it is 4-byte aligned, the struct needs 8. */
+			memset(&ev, 0, sizeof(ev));
+			memcpy(&ev, cn->data, cn->len < sizeof(ev) ? cn->len : sizeof(ev));
+			if (ev.what == PROC_EVENT_EXEC &&
+			    ev.event_data.exec.process_pid == ev.event_data.exec.process_tgid)
+				on_exec(arg, ev.event_data.exec.process_pid);
+			else if (ev.what == PROC_EVENT_EXIT &&
+				 ev.event_data.exit.process_pid == ev.event_data.exit.process_tgid)
+				on_exit(arg, ev.event_data.exit.process_pid);
 		}
 	}
 	return lost;
