@@ -320,11 +320,16 @@ static int query_sizes_mapping(struct query_sizes *q, const struct thp_mapping_s
 	if (!q->scanning || !x->anon_bytes)
 		return 0;
 	memset(&fc, 0, sizeof(fc));
-	r = folio_scan_range(&q->fs, m->start, m->end, &fc);
+	/*
+	 * pagemap is read entry by entry over the whole span: a mapping of a
+	 * terabyte or more (a sanitizer's shadow) would take minutes.  Every
+	 * figure is then unknown, as below, rather than partial.
+	 */
+	r = m->end - m->start >= (1ull << 40) ? 1 : folio_scan_range(&q->fs, m->start, m->end, &fc);
 	if (r < 0)
 		return r;
 	if (r == 1) {
-		/* PFNs hidden: every figure is unknown, also those already summed. */
+		/* PFNs hidden or span too large: every figure is unknown, also those summed. */
 		q->scanning = false;
 		q->source = THP_FOLIO_SOURCE_NONE;
 		return 0;

@@ -461,7 +461,9 @@ START_TEST(status_remote_text)
 	/* Folio sizes: the 12 MiB written sit in base pages; root sees the frames. */
 	line = strstr(r.out, "\nfolio sizes: source ");
 	ck_assert_msg(line, "no folio sizes line:\n%.2000s", r.out);
-	if (geteuid() == 0 && cap_sys_admin()) {
+	/* A sanitized target has a shadow mapping of terabytes: not read, source none. */
+	if (geteuid() == 0 && cap_sys_admin() &&
+	    (!getenv("THPCTL_SANITIZE") || !strcmp(getenv("THPCTL_SANITIZE"), "none"))) {
 		ck_assert_msg(!strncmp(line, "\nfolio sizes: source pagemap+kpageflags",
 				       strlen("\nfolio sizes: source pagemap+kpageflags")), "%.200s",
 			      line);
