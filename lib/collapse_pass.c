@@ -58,6 +58,16 @@ struct pass {
 	unsigned int pmd_order;
 	uint64_t small_before, small_collapsed;
 	uint64_t small_before_extent; /* of the extent being collapsed */
+	/*
+	 * pagemap without PAGEMAP_SCAN and without frame numbers (no
+	 * CAP_SYS_ADMIN, before 6.7) cannot tell a PMD-mapped extent from one
+	 * in base pages, and the kernel accepts MADV_COLLAPSE on either.  Such
+	 * extents are collapsed "unproven"; the AnonHugePages gain measured
+	 * since huge_mark decides how many of them count as collapsed.
+	 */
+	bool pfns_hidden;
+	uint64_t unproven;  /* extents accepted since huge_mark was read */
+	uint64_t huge_mark; /* AnonHugePages when unproven was last 0 */
 };
 
 /* The kernel's own threshold: khugepaged collapses with up to max_ptes_none empty. */
@@ -272,6 +282,9 @@ static int count_by_read(struct pass *p, uint64_t start, uint64_t end, uint32_t 
 			return (int)n;
 		for (size_t i = 0; i < (size_t)n / sizeof(entries[0]); i++) {
 			present += !!(entries[i] & PM_PRESENT);
+			/* No page of memory has frame 0: the kernel hid them. */
+			if ((entries[i] & PM_PRESENT) && !(entries[i] & PM_PFN_MASK))
+				p->pfns_hidden = true;
 			contiguous = contiguous && (entries[i] & PM_PRESENT) &&
 				     (entries[i] & PM_PFN_MASK) == pfn0 + i;
 		}
@@ -299,11 +312,63 @@ static void record_failure(struct pass *p, uint64_t addr, int error)
 	o->failures_needed++;
 }
 
+/* AnonHugePages of the target now, from smaps_rollup (one page table walk, little text). */
+static int read_anon_huge(const struct pass *p, uint64_t *bytes)
+{
+	char path[64], buf[2048];
+	const char *at;
+	unsigned long long kb;
+	long n;
+
+	if (p->t->self)
+		snprintf(path, sizeof(path), "/proc/self/smaps_rollup");
+	else
+		snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)p->t->pid);
+	n = sys_read_file(path, buf, sizeof(buf));
+	if (n == -ENOENT || n == 0)
+		return -ESRCH;
+	if (n < 0)
+		return (int)n;
+	at = strstr(buf, "\nAnonHugePages:");
+	if (!at || sscanf(at + 15, "%llu", &kb) != 1)
+		return -EIO;
+	*bytes = (uint64_t)kb << 10;
+	return 0;
+}
+
+/*
+ * Credits the unproven extents with what the target's AnonHugePages gained
+ * since they started: no more than were accepted, none for a loss (the
+ * target freed huge memory meanwhile).  A huge page the target faulted in
+ * meanwhile may be credited to an extent that was huge already; the
+ * documentation says so.
+ */
+static int settle_unproven(struct pass *p)
+{
+	struct thp_collapse_opts *o = p->o;
+	uint64_t now, gained;
+	int r;
+
+	if (!p->unproven)
+		return 0;
+	r = read_anon_huge(p, &now);
+	if (r)
+		return r;
+	gained = now > p->huge_mark ? (now - p->huge_mark) / p->pmd : 0;
+	if (gained > p->unproven)
+		gained = p->unproven;
+	o->extents_collapsed += gained;
+	o->bytes_collapsed += gained * p->pmd;
+	p->unproven = 0;
+	p->huge_mark = now;
+	return 0;
+}
+
 static bool over_budget(const struct pass *p)
 {
 	const struct thp_collapse_opts *o = p->o;
 
-	if (o->budget_bytes && o->bytes_collapsed + p->pmd > o->budget_bytes)
+	if (o->budget_bytes && o->bytes_collapsed + (p->unproven + 1) * p->pmd > o->budget_bytes)
 		return true;
 	return o->budget_ns && now_ns() - p->t0 >= o->budget_ns;
 }
@@ -370,12 +435,20 @@ static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 				}
 			}
 		}
+		/* The byte budget may be spent on extents that were huge already. */
+		if (p->unproven && over_budget(p)) {
+			r = settle_unproven(p);
+			if (r)
+				return r;
+		}
 		if (over_budget(p)) {
 			o->extents_over_budget++;
 			continue;
 		}
 		n = sys_process_madvise(p->t->pidfd, &iov, 1, MADV_COLLAPSE, 0);
-		if (n == (long)p->pmd) {
+		if (n == (long)p->pmd && p->pfns_hidden && p->no_scan_ioctl) {
+			p->unproven++;
+		} else if (n == (long)p->pmd) {
 			o->extents_collapsed++;
 			o->bytes_collapsed += p->pmd;
 			if (p->folios)
@@ -427,6 +500,7 @@ static int run_pass(struct pass *p)
 	if (r)
 		return r;
 	o->anon_huge_after = o->anon_huge_before;
+	p->huge_mark = o->anon_huge_before;
 	if (OPTS_HAS(o, reserved2))
 		folios_open(p);
 	if (!p->nr_spans) {
@@ -445,6 +519,8 @@ static int run_pass(struct pass *p)
 
 			r = collapse_window(p, s, e);
 		}
+	if (!r)
+		r = settle_unproven(p);
 	if (r)
 		return r;
 	if (p->folios) {

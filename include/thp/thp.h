@@ -682,6 +682,10 @@ struct thp_collapse_opts {
  * min_present_pages resident pages are collapsed, in address order, until
  * the budget is spent.  Collapsing does not change contents.  Extents that
  * vanish or change while the pass runs are reported as refused, not fatal.
+ * Before 6.7 (no PAGEMAP_SCAN) a caller without CAP_SYS_ADMIN cannot tell a
+ * huge extent from a small one, and the kernel accepts MADV_COLLAPSE on
+ * both: extents_collapsed then counts what smaps_rollup's AnonHugePages
+ * gained, read whenever the byte budget would stop the pass and at its end.
  *
  * Another process needs the kernel's permission: ptrace read access (same
  * user, not a setuid program, or CAP_SYS_PTRACE) and CAP_SYS_NICE.  Without
