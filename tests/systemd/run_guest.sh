@@ -94,7 +94,7 @@ WORKLOAD=/usr/local/libexec/libthp-vmtest/tlb_workload
 GO_WORKLOAD=/usr/local/libexec/libthp-vmtest/go_workload
 THPD=${thpd_dest:-}
 THPD_HUGE_SECONDS=${THP_SYSTEMD_THPD_HUGE_SECONDS:-10}
-THPD_FILL_MIB=${THP_SYSTEMD_THPD_FILL_MIB:-64}
+THPD_FILL_MIB=${THP_SYSTEMD_THPD_FILL_MIB:-500}
 CONF
 # A tar on a raw disk: the guest reads it from /dev/vdb (vmtest.service).
 tar -C "$work/payload" -cf "$work/payload.tar" --owner=0 --group=0 . || exit 1
