@@ -606,6 +606,7 @@ THP_API int thp_collapse(struct thp_collapse_opts *opts)
 	if (err == -ESRCH)
 		report_set_detail("the process exited");
 out:
+	err = target_explain_gone(&t, err, "collapse the memory of");
 	if (p.pagemap_fd >= 0)
 		sys_close(p.pagemap_fd);
 	if (p.fs_open)

@@ -92,6 +92,13 @@ int target_need_pidfd(struct thp_target *t);
 /* -ESRCH if the target has exited (pidfd-based check, no pid reuse race). */
 int target_alive(const struct thp_target *t);
 /*
+ * For an -ESRCH from reading or advising another process: -EOPNOTSUPP,
+ * with a detail, when its main thread has exited while other threads run
+ * (the kernel then answers for the process as if it had exited); else
+ * @err unchanged.  @what: "read the memory of", "collapse the memory of".
+ */
+int target_explain_gone(const struct thp_target *t, int err, const char *what);
+/*
  * 1 when THP is disabled for the whole process (PR_SET_THP_DISABLE, shown
  * as "THP_enabled: 0" in /proc/PID/status), 0 if not or unknown, -errno.
  */

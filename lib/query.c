@@ -478,6 +478,7 @@ THP_API int thp_query(struct thp_query_opts *opts)
 			err = (int)written;
 	}
 out:
+	err = target_explain_gone(&t, err, "read the memory of");
 	if (q) {
 		folio_scan_close(&q->fs);
 		free(q);

@@ -114,6 +114,34 @@ int target_alive(const struct thp_target *t)
 	return sys_pidfd_poll_exited(t->pidfd) == 1 ? -ESRCH : 0;
 }
 
+int target_explain_gone(const struct thp_target *t, int err, const char *what)
+{
+	char path[64], buf[4096];
+	const char *state, *threads;
+	long n, nr;
+
+	if (err != -ESRCH || t->self)
+		return err;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)t->pid);
+	n = sys_read_file(path, buf, sizeof(buf));
+	if (n <= 0 || target_alive(t))
+		return err;
+	state = strstr(buf, "\nState:");
+	threads = strstr(buf, "\nThreads:");
+	if (!state || !threads || !strstr(state, "\tZ") || strstr(state, "\tZ") > strchr(state + 1, '\n'))
+		return err;
+	/* The zombie leader still counts itself while another thread lives. */
+	nr = strtol(threads + 9, NULL, 10);
+	if (nr < 2)
+		return err;
+	report_set_detail("cannot %s process %d: its main thread has exited while %ld other "
+			  "thread%s %s on, and the kernel then answers for the process as if it "
+			  "had exited (/proc/%d/smaps is empty, process_madvise() gives ESRCH)",
+			  what, (int)t->pid, nr - 1, nr - 1 == 1 ? "" : "s", nr - 1 == 1 ? "runs" : "run",
+			  (int)t->pid);
+	return -EOPNOTSUPP;
+}
+
 int target_thp_disabled(const struct thp_target *t)
 {
 	char path[64], buf[4096];

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../helpers.h"
@@ -251,6 +252,92 @@ START_TEST(query_target_killed)
 }
 END_TEST
 
+static void *hold_memory(void *arg)
+{
+	char *m = mmap(NULL, 8 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	(void)arg;
+	if (m == MAP_FAILED)
+		_exit(1);
+	memset(m, 1, 8 << 20);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* State and Threads of /proc/PID/status: 'Z' and 2 once the main thread is gone. */
+static void leader_state(pid_t pid, char *state, long *threads)
+{
+	char path[64], buf[4096];
+	const char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	*state = '?';
+	*threads = 0;
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return;
+	if ((p = strstr(buf, "\nState:\t")))
+		*state = p[8];
+	if ((p = strstr(buf, "\nThreads:")))
+		*threads = strtol(p + 9, NULL, 10);
+}
+
+/*
+ * A process whose main thread has exited while another runs: the kernel
+ * answers for it as for an exited one (empty smaps, ESRCH from
+ * process_madvise()).  The calls must say so, not "exited"; once it has
+ * really exited, -ESRCH.
+ */
+START_TEST(main_thread_exited)
+{
+	THP_OPTS(thp_query_opts, q);
+	THP_OPTS(thp_collapse_opts, c);
+	pid_t pid = fork();
+	char state = '?';
+	long threads = 0;
+	int pidfd, ret;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, hold_memory, NULL))
+			_exit(1);
+		pthread_exit(NULL);
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	ck_assert_int_ge(pidfd, 0);
+	for (int i = 0; i < 1000 && !(state == 'Z' && threads == 2); i++) {
+		usleep(10000);
+		leader_state(pid, &state, &threads);
+	}
+	ck_assert_msg(state == 'Z' && threads == 2, "child %d: State %c, Threads %ld", (int)pid, state,
+		      threads);
+	q.pidfd = pidfd;
+	ret = thp_query(&q);
+	ck_assert_msg(ret == -EOPNOTSUPP && strstr(thp_strerror_detail(), "main thread has exited"),
+		      "thp_query: %d (%s)", ret, thp_strerror_detail());
+	c.pidfd = pidfd;
+	ret = thp_collapse(&c);
+	if (expect_process_madvise())
+		ck_assert_msg(ret == -EOPNOTSUPP &&
+				      strstr(thp_strerror_detail(), "main thread has exited"),
+			      "thp_collapse: %d (%s)", ret, thp_strerror_detail());
+	else
+		assert_refused_no_process_madvise(ret, "thp_collapse");
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	for (int i = 0; i < 1000 && threads != 1; i++) {
+		usleep(10000);
+		leader_state(pid, &state, &threads);
+	}
+	ret = thp_query(&q);
+	ck_assert_msg(ret == -ESRCH, "thp_query after the kill: %d (%s)", ret,
+		      thp_strerror_detail());
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	close(pidfd);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("target_death");
@@ -261,6 +348,7 @@ int main(void)
 		{ "apply_all", apply_all_target_killed },
 		{ "apply_ranges", apply_ranges_target_killed },
 		{ "query", query_target_killed },
+		{ "main_thread_exited", main_thread_exited },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
