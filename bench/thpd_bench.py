@@ -51,7 +51,8 @@ def start_workloads(exe, n, mib, nmaps):
 def start_daemon(args, tmp, exe, interval):
     conf = os.path.join(tmp, "thpd.conf")
     with open(conf, "w") as f:
-        f.write(f"[rule bench]\nexe = {exe}\npolicy = huge\nmax_ms_per_pass = {args.max_ms}\n")
+        f.write(f"[daemon]\ncatchup_budget = {args.catchup}%\n\n"
+                f"[rule bench]\nexe = {exe}\npolicy = huge\nmax_ms_per_pass = {args.max_ms}\n")
     sock = os.path.join(tmp, "thpd.sock")
     d = subprocess.Popen([args.thpd, "--config", conf, "--config-dir", os.path.join(tmp, "none"),
                           "--socket", sock, "--interval", str(interval)],
@@ -82,7 +83,8 @@ def catchup(args, tmp, exe):
         time.sleep(0.05)
     took = time.monotonic() - t0
     st = status(sock)
-    print(f"catch-up: {args.gib} GiB touched, max_ms_per_pass {args.max_ms}: 90% huge after {took:.2f} s, "
+    print(f"catch-up: {args.gib} GiB touched, max_ms_per_pass {args.max_ms}, catchup_budget {args.catchup}%: "
+          f"90% huge after {took:.2f} s, "
           f"thpd CPU {st['daemon']['cpu_seconds']:.3f} s, {st['daemon']['passes']} passes")
     d.terminate()
     d.wait()
@@ -129,6 +131,7 @@ def main():
     ap.add_argument("--gib", type=int, default=1)
     ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--max-ms", type=int, default=50, help="max_ms_per_pass of the rule")
+    ap.add_argument("--catchup", type=int, default=25, help="catchup_budget, percent of one core")
     ap.add_argument("what", nargs="*", default=["catchup", "steady"])
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="thpd-bench-")

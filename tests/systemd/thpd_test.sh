@@ -7,9 +7,9 @@
 # THPD (thpd's path), THPD_HUGE_SECONDS (the bound on "huge after being
 # touched") and THPD_FILL_MIB (500 MiB a service by default, the issue's
 # case) come from /opt/libthp-vmtest/conf.  The rules give the catch-up a
-# whole core (catchup_budget = 100%, max_ms_per_pass = 250): under TCG a
-# collapse and the page table walks around it cost ten times the host's,
-# and at the default 25% the 500 MiB take about 36 s here (doc/thpd.md).
+# whole core (catchup_budget = 100%): under TCG a collapse and the page
+# table walks around it cost ten times the host's, and at the default 25%
+# memcached's 500 MiB took about 36 s here (doc/performance.md).
 
 # thpd's answer to REQUEST on its socket (perl: the image has no python3).
 thpd_ask() { # REQUEST
@@ -141,12 +141,10 @@ phase_thpd() {
 	[rule redis]
 	cgroup = system.slice/redis-server.service
 	policy = huge
-	max_ms_per_pass = 250
 
 	[rule memcached]
 	cgroup = system.slice/memcached.service
 	policy = huge
-	max_ms_per_pass = 250
 
 	[rule nevertest]
 	cgroup = system.slice/nevertest.service

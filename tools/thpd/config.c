@@ -212,7 +212,7 @@ static int new_rule(struct parse_ctx *p, const char *name)
 	n->line = p->section_line;
 	n->policy = -1;
 	n->max_bytes = 256ULL << 20;
-	n->max_ns = 50ULL * 1000000;
+	n->max_ns = 250ULL * 1000000;
 	if (!n->name || !n->file) {
 		rule_free(n);
 		return -1;
