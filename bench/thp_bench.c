@@ -1337,12 +1337,37 @@ struct spin_page {
 	volatile uint64_t max_gap; /* ns, reset by the parent before each call */
 };
 
+/* A shared page for spin_target() and its parent. */
+static struct spin_page *spin_page_new(void)
+{
+	struct spin_page *sp = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+				    -1, 0);
+
+	if (sp == MAP_FAILED)
+		die("mmap");
+	return sp;
+}
+
+/* The child's loop: read the clock, keep the longest gap, until told to stop. */
+static _Noreturn void spin_target(struct spin_page *sp)
+{
+	uint64_t last = now_ns();
+
+	while (!sp->stop) {
+		uint64_t t = now_ns();
+
+		if (t - last > sp->max_gap)
+			sp->max_gap = t - last;
+		last = t;
+	}
+	_exit(0);
+}
+
 #define INJECT_RANGES 4
 
 static void bench_inject(void)
 {
-	struct spin_page *sp = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct spin_page *sp = spin_page_new();
 	struct thp_range r[INJECT_RANGES];
 	struct iovec iov[INJECT_RANGES];
 	double lib[REPS], raw[REPS], pause_r[REPS], lib_d[REPS], pause_d[REPS], idle[REPS];
@@ -1350,25 +1375,13 @@ static void bench_inject(void)
 	pid_t pid;
 	int pidfd, st;
 
-	if (sp == MAP_FAILED)
-		die("mmap");
 	own = map_ranges(INJECT_RANGES, r, iov);
 	pid = fork();
 	if (pid < 0)
 		die("fork");
-	if (pid == 0) {
-		uint64_t last = now_ns();
-
-		/* The child has the same ranges mapped (fork), so the same calls apply. */
-		while (!sp->stop) {
-			uint64_t t = now_ns();
-
-			if (t - last > sp->max_gap)
-				sp->max_gap = t - last;
-			last = t;
-		}
-		_exit(0);
-	}
+	/* The child has the same ranges mapped (fork), so the same calls apply. */
+	if (pid == 0)
+		spin_target(sp);
 	pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
 	if (pidfd < 0)
 		die("pidfd_open");
@@ -1454,34 +1467,23 @@ static void bench_inject(void)
 
 static void bench_inject_many(void)
 {
-	struct spin_page *sp = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct spin_page *sp = spin_page_new();
 	double lib[REPS], raw[REPS], pause[REPS];
 	int ready[2], pidfd, st;
 	char c;
 	pid_t pid;
 
-	if (sp == MAP_FAILED || pipe(ready))
+	if (pipe(ready))
 		die("inject many: setup");
 	ensure_map_count(INJECT_MAPPINGS + 1000);
 	pid = fork();
 	if (pid < 0)
 		die("fork");
 	if (pid == 0) {
-		uint64_t last;
-
 		make_small_maps(INJECT_MAPPINGS);
 		if (write(ready[1], "r", 1) != 1)
 			_exit(1);
-		last = now_ns();
-		while (!sp->stop) {
-			uint64_t t = now_ns();
-
-			if (t - last > sp->max_gap)
-				sp->max_gap = t - last;
-			last = t;
-		}
-		_exit(0);
+		spin_target(sp);
 	}
 	if (read(ready[0], &c, 1) != 1)
 		die("inject many: child");
