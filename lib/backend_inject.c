@@ -686,6 +686,33 @@ int inject_set_default(struct thp_default_opts *o, const struct thp_target *t)
 	return 0;
 }
 
+int inject_get_default(struct thp_default_opts *o, const struct thp_target *t)
+{
+	struct inject_session s;
+	long r = -1;
+	int err;
+
+	err = inject_begin(&s, t);
+	if (!err)
+		err = inject_vet(&s, false, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	if (!err)
+		r = inject_syscall(&s, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, &err);
+	if (!err && r < 0) {
+		report_set_detail("process %d: prctl(PR_GET_THP_DISABLE): %s", (int)t->pid,
+				  strerror((int)-r));
+		err = (int)r;
+	}
+	err = inject_finish(&s, t, err);
+	if (err)
+		return err;
+	o->policy = r == 0 ? THP_POLICY_SYSTEM
+		    : (r & PR_THP_DISABLE_EXCEPT_ADVISED) ? THP_POLICY_NOHUGE
+							  : THP_POLICY_NEVER;
+	o->backend_used = THP_BACKEND_INJECT;
+	o->persistent = true;
+	return 0;
+}
+
 #else /* !__x86_64__ */
 
 static int inject_can_apply(const struct thp_caps *c, const struct thp_target *t, int advice)
@@ -720,6 +747,11 @@ int inject_set_default(struct thp_default_opts *o, const struct thp_target *t)
 	(void)t;
 	report_set_detail("the inject backend supports x86_64 only");
 	return -EOPNOTSUPP;
+}
+
+int inject_get_default(struct thp_default_opts *o, const struct thp_target *t)
+{
+	return inject_set_default(o, t);
 }
 
 #endif

@@ -302,6 +302,9 @@ static int get_remote(struct thp_default_opts *o, const struct thp_target *t)
 	/* The preload's HUGE shows in the maps: check the target outlived the read. */
 	if (check_preload(o, t) > 0)
 		return target_alive(t);
+	/* Asked for: the process reads its own flags, which tell NOHUGE from SYSTEM. */
+	if (o->backend == THP_BACKEND_INJECT)
+		return inject_get_default(o, t);
 	if (!p)
 		report_set_detail("this kernel's /proc/PID/status has no THP_enabled line");
 	else
@@ -310,7 +313,8 @@ static int get_remote(struct thp_default_opts *o, const struct thp_target *t)
 		 * is not shown for another process): do not guess.
 		 */
 		report_set_detail("the kernel does not show whether another process has "
-				  "PR_THP_DISABLE_EXCEPT_ADVISED: its policy is system or nohuge");
+				  "PR_THP_DISABLE_EXCEPT_ADVISED: its policy is system or nohuge "
+				  "(the inject backend can ask the process)");
 	return -EOPNOTSUPP;
 }
 

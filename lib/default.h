@@ -78,5 +78,7 @@ int preload_active(const struct thp_target *t);
 
 /* NEVER / NOHUGE / SYSTEM of @t through the inject backend; 0 or -errno with a detail. */
 int inject_set_default(struct thp_default_opts *o, const struct thp_target *t);
+/* @t's own PR_GET_THP_DISABLE, read by @t: NEVER, NOHUGE or SYSTEM; 0 or -errno. */
+int inject_get_default(struct thp_default_opts *o, const struct thp_target *t);
 
 #endif /* THP_DEFAULT_H */

@@ -443,6 +443,58 @@ START_TEST(inject_huge_default_refused)
 }
 END_TEST
 
+/*
+ * Another process's default: from outside only NEVER shows; through the
+ * inject backend the process reads its own flags, and NOHUGE and SYSTEM
+ * come apart.  Each answer is checked against the child's own
+ * PR_GET_THP_DISABLE.
+ */
+START_TEST(inject_get_default_exact)
+{
+	static const struct {
+		uint32_t policy;
+		int prctl; /* PR_GET_THP_DISABLE in the child */
+	} steps[] = {
+		{ THP_POLICY_NOHUGE, 3 },
+		{ THP_POLICY_SYSTEM, 0 },
+		{ THP_POLICY_NEVER, 1 },
+		{ THP_POLICY_NOHUGE, 3 },
+		{ THP_POLICY_SYSTEM, 0 },
+	};
+	struct thp_default_opts o;
+	struct child c;
+
+	start_child(&c, WAIT_READ);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		THP_OPTS(thp_default_opts, outside, .pidfd = c.pidfd);
+		THP_OPTS(thp_default_opts, asked, .pidfd = c.pidfd, .backend = THP_BACKEND_INJECT);
+		int ret;
+
+		ck_assert_msg(set_default(&c, steps[i].policy, &o) == 0, "step %zu: %s", i,
+			      thp_strerror_detail());
+		child_probe(&c, steps[i].prctl);
+		ret = thp_get_default(&outside);
+		if (steps[i].policy == THP_POLICY_NEVER)
+			ck_assert_msg(ret == 0 && outside.policy == THP_POLICY_NEVER,
+				      "step %zu: %d, policy %u", i, ret, outside.policy);
+		else
+			ck_assert_msg(ret == -EOPNOTSUPP && strstr(thp_strerror_detail(), "inject"),
+				      "step %zu: %d (%s)", i, ret, thp_strerror_detail());
+		ret = thp_get_default(&asked);
+		ck_assert_msg(ret == 0 && asked.policy == steps[i].policy,
+			      "step %zu: inject read %d (%s), policy %u, want %u", i, ret,
+			      thp_strerror_detail(), asked.policy, steps[i].policy);
+		/* NEVER shows in /proc/PID/status: no need to ask the process. */
+		ck_assert_int_eq(asked.backend_used, steps[i].policy == THP_POLICY_NEVER
+							     ? THP_BACKEND_PRCTL_DISABLE
+							     : THP_BACKEND_INJECT);
+		/* Reading changed nothing. */
+		child_probe(&c, steps[i].prctl);
+	}
+	finish_child(&c);
+}
+END_TEST
+
 START_TEST(inject_not_auto)
 {
 	struct child c;
@@ -1104,6 +1156,7 @@ static Suite *inject_suite(void)
 	tcase_add_test(tc, inject_in_futex);
 	tcase_add_test(tc, inject_huge_default_refused);
 	tcase_add_test(tc, inject_not_auto);
+	tcase_add_test(tc, inject_get_default_exact);
 	tcase_add_test(tc, inject_sigstopped_stays_stopped);
 	tcase_add_test(tc, inject_exited_esrch);
 	tcase_add_test(tc, inject_main_thread_exited);

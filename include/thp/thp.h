@@ -333,7 +333,10 @@ THP_API int thp_set_default(struct thp_default_opts *opts);
  * pidfd, of another one (from /proc/PID/status).
  * For another process the kernel shows only whether THP is disabled
  * completely (NEVER); "system" and "nohuge" look the same from outside, so
- * that case fails with -EOPNOTSUPP rather than guess.
+ * that case fails with -EOPNOTSUPP rather than guess, unless backend is
+ * THP_BACKEND_INJECT: then the process is made to call
+ * prctl(PR_GET_THP_DISABLE) itself (as thp_set_default() does through that
+ * backend), and the answer is exact.
  * A process that has libthp-preload.so loaded and switched on (started by
  * `thpctl run --policy huge`; the dynamic loader's list tells for the
  * calling process, /proc/PID/maps for another one)
