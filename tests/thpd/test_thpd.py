@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """thpd against real processes: its rules, passes, metrics and signals, checked in /proc/PID/smaps."""
 import argparse
+import ctypes
 import json
 import os
 import re
@@ -63,9 +64,22 @@ def region(pid, addr):
     return out
 
 
+PR_SET_THP_DISABLE = 41
+PR_THP_DISABLE_EXCEPT_ADVISED = 1 << 1
+
+
+def set_nohuge_default():
+    """In a child before exec: the NOHUGE default as libthp sets it (6.18+), kept across exec."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) != 0:
+        os._exit(99)
+
+
 class Workload:
-    def __init__(self, exe, mib, user=None):
+    def __init__(self, exe, mib, user=None, nohuge=False):
         def drop():
+            if nohuge:
+                set_nohuge_default()
             if user is not None:
                 os.setgroups([])
                 os.setgid(user)
@@ -472,6 +486,50 @@ def case_skip(args, tmp):
             f.write(f"[rule s]\nexe = {suid}\npolicy = huge\nsetuid = yes\nmax_ms_per_pass = 1000\n")
         d.start()
         check(wait_for(lambda: sw.huge() >= 0.9 * sw.len, 60, 0.2), "setuid = yes: not collapsed")
+    finally:
+        for w in ws:
+            w.stop()
+        d.stop()
+
+
+def case_nohuge(args, tmp):
+    """A process whose own default is nohuge (6.18's EXCEPT_ADVISED, invisible from outside) is left alone."""
+    probe = subprocess.run([sys.executable, "-c",
+                            "import ctypes; print(ctypes.CDLL(None).prctl(41, 1, 2, 0, 0))"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    if probe[0] != "0":
+        print("this kernel has no PR_THP_DISABLE_EXCEPT_ADVISED (6.18): nothing is hidden")
+        return 1 if CI else SKIP
+    plain = copy_workload(args, tmp, "wl-plain")
+    mine = copy_workload(args, tmp, "wl-own-nohuge")
+    ws = []
+    d = Daemon(args, tmp, f"[rule own]\nexe = {mine}\npolicy = huge\n"
+               f"[rule plain]\nexe = {plain}\npolicy = huge\n")
+    try:
+        own = Workload(mine, 16, nohuge=True)
+        ws.append(own)
+        check(own.cmd("prctl") == "thp_disable 3", f"own nohuge workload: {own.cmd('prctl')}")
+        pw = Workload(plain, 16)
+        ws.append(pw)
+        d.start()
+        check(wait_for(lambda: pw.huge() >= 0.9 * pw.len, 60, 0.2), "plain workload not collapsed")
+        d.wait_passes(3)
+        check(own.huge() == 0, f"a process whose own policy is nohuge was collapsed: {own.huge()} bytes")
+        check(f"process {own.pid} (wl-own-nohuge): its own policy is nohuge, left alone" in d.logtext(),
+              "nohuge skip not logged")
+        # Asking changed nothing in the process, and its contents are whole.
+        check(own.cmd("prctl") == "thp_disable 3", "own policy changed by thpd")
+        check(own.cmd("check") == "ok 0", "contents changed")
+        text = d.query("metrics")
+        check(metric(text, "thpd_collapses_total", rule="own") == 0, "collapses counted for rule own")
+        d.stop()
+        # override_own_policy = yes: the rule says so explicitly, and it acts.
+        with open(d.conf, "w") as f:
+            f.write(f"[rule own]\nexe = {mine}\npolicy = huge\noverride_own_policy = yes\n")
+        d.start()
+        check(wait_for(lambda: own.huge() >= 0.9 * own.len, 60, 0.2),
+              "override_own_policy = yes: not collapsed")
+        check(own.cmd("check") == "ok 0", "contents changed by the collapse")
     finally:
         for w in ws:
             w.stop()

@@ -92,6 +92,12 @@ void thpd_state_init(struct thpd_state *st)
 	st->hash = calloc(st->nhash, sizeof(*st->hash));
 	st->last_cpu_ns = thpd_cpu_ns();
 	st->last_wall_ns = thpd_mono_ns();
+	{
+		struct thp_probe_info info = { .sz = sizeof(info) };
+
+		/* Probed once: a nohuge default cannot be seen from outside from 6.18 on. */
+		st->nohuge_hidden = thp_probe(&info) == 0 && info.thp_disable_except_advised;
+	}
 }
 
 static void proc_free(struct thpd_proc *p)
@@ -343,17 +349,35 @@ static void check_skip(struct thpd_state *st, struct thpd_proc *p, const struct 
 	}
 	if (r->policy == THPD_HUGE && !r->override_own) {
 		THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd);
+		int ret = thp_get_default(&o);
 
-		/* NEVER is visible from outside; a nohuge default (6.18's
-		 * EXCEPT_ADVISED) is not, and thp_collapse() leaves its
-		 * nohuge-advised mappings alone. */
-		if (thp_get_default(&o) == 0 && o.policy == THP_POLICY_NEVER) {
+		/*
+		 * NEVER shows from outside; a nohuge default (6.18's
+		 * EXCEPT_ADVISED) does not, and MADV_COLLAPSE from outside
+		 * ignores it: where the kernel has it, the process is asked
+		 * once, through the inject backend.
+		 */
+		if (ret == -EOPNOTSUPP && st->nohuge_hidden) {
+			o.backend = THP_BACKEND_INJECT;
+			ret = thp_get_default(&o);
+			if (ret < 0 && ret != -ESRCH) {
+				p->skipped = true;
+				thpd_log(LOG_INFO,
+					 "process %d (%s): cannot tell whether its own policy is "
+					 "nohuge (%s: %s), left alone (rule %s; override_own_policy = "
+					 "yes acts anyway)",
+					 (int)p->pid, p->comm, thp_strerror(ret), thp_strerror_detail(),
+					 r->name);
+				return;
+			}
+		}
+		if (ret == 0 && (o.policy == THP_POLICY_NEVER || o.policy == THP_POLICY_NOHUGE)) {
 			p->skipped = true;
-			thpd_log(LOG_INFO, "process %d (%s): its own policy is never, left alone (rule %s)",
-				 (int)p->pid, p->comm, r->name);
+			thpd_log(LOG_INFO, "process %d (%s): its own policy is %s, left alone (rule %s)",
+				 (int)p->pid, p->comm,
+				 o.policy == THP_POLICY_NEVER ? "never" : "nohuge", r->name);
 		}
 	}
-	(void)st;
 }
 
 static void measure(struct thpd_state *st, struct thpd_proc *p)

@@ -145,6 +145,7 @@ struct thpd_state {
 	uint64_t work_left; /* collapsible bytes the last pass left for lack of budget */
 	uint64_t pass_collapse_ns;
 	bool verbose;
+	bool nohuge_hidden; /* PR_THP_DISABLE_EXCEPT_ADVISED exists: not seen from outside */
 	struct thpd_scan *scan;
 };
 
