@@ -62,12 +62,12 @@ struct pass {
 	 * pagemap without PAGEMAP_SCAN and without frame numbers (no
 	 * CAP_SYS_ADMIN, before 6.7) cannot tell a PMD-mapped extent from one
 	 * in base pages, and the kernel accepts MADV_COLLAPSE on either.  Such
-	 * extents are collapsed "unproven"; the AnonHugePages gain measured
-	 * since huge_mark decides how many of them count as collapsed.
+	 * extents are collapsed "unproven"; the AnonHugePages gain of their
+	 * mappings since huge_mark decides how many of them count as collapsed.
 	 */
 	bool pfns_hidden;
 	uint64_t unproven;  /* extents accepted since huge_mark was read */
-	uint64_t huge_mark; /* AnonHugePages when unproven was last 0 */
+	uint64_t huge_mark; /* the spans' mappings' AnonHugePages when unproven was last 0 */
 };
 
 /* The kernel's own threshold: khugepaged collapses with up to max_ptes_none empty. */
@@ -198,6 +198,7 @@ static int read_smaps(struct pass *p, bool spans, uint64_t *anon_huge)
 		r = add_span(p, start, end);
 		if (r)
 			break;
+		p->huge_mark += m.anon_huge_bytes;
 	}
 	line_reader_close(&sr.lr);
 	return r < 0 ? r : 0;
@@ -312,36 +313,40 @@ static void record_failure(struct pass *p, uint64_t addr, int error)
 	o->failures_needed++;
 }
 
-/* AnonHugePages of the target now, from smaps_rollup (one page table walk, little text). */
-static int read_anon_huge(const struct pass *p, uint64_t *bytes)
+/*
+ * AnonHugePages of the mappings that hold the pass's spans, now: only
+ * those the pass collapses in, so that huge memory made elsewhere in the
+ * process meanwhile is not credited to it.
+ */
+static int spans_anon_huge(const struct pass *p, uint64_t *bytes)
 {
-	char path[64], buf[2048];
-	const char *at;
-	unsigned long long kb;
-	long n;
+	struct smaps_reader sr;
+	struct thp_mapping_state m;
+	struct smaps_extra x;
+	size_t i = 0;
+	int r;
 
-	if (p->t->self)
-		snprintf(path, sizeof(path), "/proc/self/smaps_rollup");
-	else
-		snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)p->t->pid);
-	n = sys_read_file(path, buf, sizeof(buf));
-	if (n == -ENOENT || n == 0)
-		return -ESRCH;
-	if (n < 0)
-		return (int)n;
-	at = strstr(buf, "\nAnonHugePages:");
-	if (!at || sscanf(at + 15, "%llu", &kb) != 1)
-		return -EIO;
-	*bytes = (uint64_t)kb << 10;
-	return 0;
+	r = smaps_open(&sr, p->t, NULL, 0);
+	if (r)
+		return r == -ENOENT ? -ESRCH : r;
+	*bytes = 0;
+	while ((r = smaps_next_x(&sr, &m, &x)) == 1) {
+		/* Both in address order: skip the spans that end before this mapping. */
+		while (i < p->nr_spans && p->spans[i].end <= m.start)
+			i++;
+		if (i < p->nr_spans && p->spans[i].start < m.end)
+			*bytes += m.anon_huge_bytes;
+	}
+	line_reader_close(&sr.lr);
+	return r < 0 ? r : 0;
 }
 
 /*
- * Credits the unproven extents with what the target's AnonHugePages gained
- * since they started: no more than were accepted, none for a loss (the
- * target freed huge memory meanwhile).  A huge page the target faulted in
- * meanwhile may be credited to an extent that was huge already; the
- * documentation says so.
+ * Credits the unproven extents with what their mappings' AnonHugePages
+ * gained since they started: no more than were accepted, none for a loss
+ * (the target freed huge memory meanwhile).  A huge page made meanwhile
+ * in the same mappings (the target's own fault, khugepaged) may be
+ * credited to an extent that was huge already; the documentation says so.
  */
 static int settle_unproven(struct pass *p)
 {
@@ -351,7 +356,7 @@ static int settle_unproven(struct pass *p)
 
 	if (!p->unproven)
 		return 0;
-	r = read_anon_huge(p, &now);
+	r = spans_anon_huge(p, &now);
 	if (r)
 		return r;
 	gained = now > p->huge_mark ? (now - p->huge_mark) / p->pmd : 0;
@@ -500,7 +505,6 @@ static int run_pass(struct pass *p)
 	if (r)
 		return r;
 	o->anon_huge_after = o->anon_huge_before;
-	p->huge_mark = o->anon_huge_before;
 	if (OPTS_HAS(o, reserved2))
 		folios_open(p);
 	if (!p->nr_spans) {

@@ -687,8 +687,9 @@ struct thp_collapse_opts {
  * vanish or change while the pass runs are reported as refused, not fatal.
  * Before 6.7 (no PAGEMAP_SCAN) a caller without CAP_SYS_ADMIN cannot tell a
  * huge extent from a small one, and the kernel accepts MADV_COLLAPSE on
- * both: extents_collapsed then counts what smaps_rollup's AnonHugePages
- * gained, read whenever the byte budget would stop the pass and at its end.
+ * both: extents_collapsed then counts what the AnonHugePages of the
+ * mappings it collapsed in gained (smaps, read whenever the byte budget
+ * would stop the pass, and at its end).
  *
  * Another process needs the kernel's permission: ptrace read access (same
  * user, not a setuid program, or CAP_SYS_PTRACE) and CAP_SYS_NICE.  Without
