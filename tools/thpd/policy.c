@@ -142,6 +142,8 @@ void thpd_state_free(struct thpd_state *st)
 	st->hash = NULL;
 }
 
+static double spend_threshold(const struct thpd_state *st);
+
 void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c)
 {
 	for (size_t i = 0; i < c->nrules; i++)
@@ -167,6 +169,9 @@ void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c)
 	thpd_config_free(&st->cfg);
 	st->cfg = *c;
 	memset(c, 0, sizeof(*c));
+	/* A reload's new rules act at the next pass, not after a debt is paid. */
+	if (st->passes && st->bucket_s < spend_threshold(st))
+		st->bucket_s = spend_threshold(st);
 }
 
 static int open_pidfd(pid_t pid)
@@ -454,10 +459,13 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 	 * smaps and pagemap first: on a large process that alone can take the
 	 * whole max_ms_per_pass.  The budget is for collapsing, so the reading
 	 * time of the last pass that collapsed nothing is added to it.  The
-	 * CPU bucket may go into debt by one call; the next pass waits for it. */
+	 * collapsing itself gets no more than the CPU bucket holds (at least
+	 * 1 ms): a deep debt would hold back the next new work for seconds. */
 	THP_OPTS(thp_collapse_opts, o, .pidfd = p->pidfd, .budget_bytes = r->max_bytes,
-		 .budget_ns = p->overhead_ns + r->max_ns, .failures = fail,
-		 .failures_cap = FAILURES_CAP);
+		 .failures = fail, .failures_cap = FAILURES_CAP);
+	uint64_t left_ns = st->bucket_s > 0.001 ? (uint64_t)(st->bucket_s * 1e9) : 1000000;
+
+	o.budget_ns = p->overhead_ns + (r->max_ns < left_ns ? r->max_ns : left_ns);
 	ret = thp_collapse(&o);
 	c0 = thpd_cpu_ns() - c0;
 	st->bucket_s -= (double)c0 / 1e9;
