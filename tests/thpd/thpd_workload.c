@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * A process for thpd to find: N MiB of touched private anonymous memory in
- * one 2 MiB-aligned mapping (not advised), optionally M more one-page
+ * one 2 MiB-aligned mapping (not advised; MADV_HUGEPAGE before the touch
+ * when the third argument is "huge"), optionally M more one-page
  * mappings (alternating protections, so that they stay apart), then
  * commands on stdin:
  * "check" (contents unchanged?), "prctl" (PR_GET_THP_DISABLE), "where".
@@ -21,6 +22,7 @@ int main(int argc, char **argv)
 	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 0;
 	size_t len = mib << 20;
 	size_t nmaps = argc > 2 ? strtoul(argv[2], NULL, 10) : 0;
+	int advise = argc > 3 && !strcmp(argv[3], "huge");
 	char line[64];
 	uint64_t *p = NULL;
 	uint8_t *raw;
@@ -36,6 +38,10 @@ int main(int argc, char **argv)
 		if ((uint8_t *)p > raw)
 			munmap(raw, (size_t)((uint8_t *)p - raw));
 		munmap((uint8_t *)p + len, (size_t)(raw + len + EXTENT - (uint8_t *)p - len));
+		if (advise && madvise(p, len, MADV_HUGEPAGE) != 0) {
+			perror("madvise");
+			return 1;
+		}
 		for (size_t i = 0; i < len / 8; i += 512)
 			p[i] = i * 2654435761u + 1;
 	}

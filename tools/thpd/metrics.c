@@ -117,6 +117,36 @@ static void rule_series(struct buf *b, const struct thpd_state *st, const char *
 	}
 }
 
+const char *thpd_size_label(uint64_t size, char *buf, size_t len)
+{
+	static const char units[] = "KMGT";
+	unsigned u = 0;
+
+	size >>= 10;
+	while (u + 1 < sizeof(units) - 1 && size >= 1024 && !(size & 1023)) {
+		size >>= 10;
+		u++;
+	}
+	snprintf(buf, len, "%llu%c", (unsigned long long)size, units[u]);
+	return buf;
+}
+
+/* Bytes in base pages (@k = -1) or in folios of st->sizes[@k]. */
+static uint64_t rule_folio(const struct thpd_rule *r, int k)
+{
+	return k < 0 ? r->folio_base : r->folio_bytes[k];
+}
+
+static uint64_t proc_folio(const struct thpd_proc *p, int k)
+{
+	return k < 0 ? p->folio_base : p->folio_bytes[k];
+}
+
+static const char *folio_label(const struct thpd_state *st, int k, char *buf, size_t len)
+{
+	return k < 0 ? "base" : thpd_size_label(st->sizes[k], buf, len);
+}
+
 static size_t collect(const struct thpd_state *st, const struct thpd_proc ***out)
 {
 	const struct thpd_proc **v = malloc((st->nprocs + 1) * sizeof(*v));
@@ -173,6 +203,86 @@ static void proc_series(struct buf *b, const struct thpd_state *st, const struct
 		prom_str(b, st->cfg.rules[r].name);
 		bprintf(b, "\",pid=\"rest\",comm=\"\"} %llu\n", (unsigned long long)sum);
 	}
+}
+
+/*
+ * Anonymous bytes by folio size, per rule and per process (the top N and a
+ * rest per rule): only where the sizes were read; a process or rule
+ * without them has no series rather than zeros.
+ */
+static void folio_series(struct buf *b, const struct thpd_state *st, const struct thpd_proc **v,
+			 size_t n)
+{
+	size_t top = n < st->cfg.top ? n : st->cfg.top;
+	bool any = false;
+	char lab[24];
+
+	for (size_t i = 0; i < st->cfg.nrules; i++)
+		any |= st->cfg.rules[i].folio_procs != 0;
+	if (!any)
+		return;
+	head(b, "rule_folio_bytes", "gauge",
+	     "Anonymous memory of the rule's processes by folio size (size=\"base\": base pages), "
+	     "from pagemap and kpageflags.");
+	for (size_t i = 0; i < st->cfg.nrules; i++) {
+		const struct thpd_rule *r = &st->cfg.rules[i];
+
+		if (!r->folio_procs)
+			continue;
+		for (int k = -1; k < (int)st->nsizes; k++) {
+			bprintf(b, "thpd_rule_folio_bytes{rule=\"");
+			prom_str(b, r->name);
+			bprintf(b, "\",size=\"%s\"} %llu\n", folio_label(st, k, lab, sizeof(lab)),
+				(unsigned long long)rule_folio(r, k));
+		}
+	}
+	head(b, "process_folio_bytes", "gauge",
+	     "Anonymous memory by folio size (size=\"base\": base pages), per process.");
+	for (size_t i = 0; i < top; i++) {
+		if (!v[i]->sizes_known)
+			continue;
+		for (int k = -1; k < (int)st->nsizes; k++) {
+			bprintf(b, "thpd_process_folio_bytes{rule=\"");
+			prom_str(b, st->cfg.rules[v[i]->rule].name);
+			bprintf(b, "\",pid=\"%d\",comm=\"", (int)v[i]->pid);
+			prom_str(b, v[i]->comm);
+			bprintf(b, "\",size=\"%s\"} %llu\n", folio_label(st, k, lab, sizeof(lab)),
+				(unsigned long long)proc_folio(v[i], k));
+		}
+	}
+	for (size_t r = 0; r < st->cfg.nrules; r++) {
+		uint64_t sum[THP_PROBE_MAX_SIZES + 1] = { 0 };
+		bool have = false;
+
+		for (size_t i = top; i < n; i++) {
+			if ((size_t)v[i]->rule != r || !v[i]->sizes_known)
+				continue;
+			have = true;
+			for (int k = -1; k < (int)st->nsizes; k++)
+				sum[k + 1] += proc_folio(v[i], k);
+		}
+		if (!have)
+			continue;
+		for (int k = -1; k < (int)st->nsizes; k++) {
+			bprintf(b, "thpd_process_folio_bytes{rule=\"");
+			prom_str(b, st->cfg.rules[r].name);
+			bprintf(b, "\",pid=\"rest\",comm=\"\",size=\"%s\"} %llu\n",
+				folio_label(st, k, lab, sizeof(lab)), (unsigned long long)sum[k + 1]);
+		}
+	}
+}
+
+/* {"base":N,"64K":N,...} */
+static void folio_json(struct buf *b, const struct thpd_state *st, uint64_t base,
+		       const uint64_t *bytes)
+{
+	char lab[24];
+
+	bprintf(b, ",\"folio_bytes\":{\"base\":%llu", (unsigned long long)base);
+	for (uint32_t k = 0; k < st->nsizes; k++)
+		bprintf(b, ",\"%s\":%llu", thpd_size_label(st->sizes[k], lab, sizeof(lab)),
+			(unsigned long long)bytes[k]);
+	bprintf(b, "}");
 }
 
 char *thpd_metrics_text(const struct thpd_state *st, size_t *len)
@@ -237,6 +347,14 @@ char *thpd_metrics_text(const struct thpd_state *st, size_t *len)
 	proc_series(&b, st, v, n, "process_alignable_bytes",
 		    "Anonymous memory that could be huge, per process.",
 		    offsetof(struct thpd_proc, alignable));
+	folio_series(&b, st, v, n);
+	if (st->folio_source >= 0) {
+		head(&b, "folio_sizes_readable", "gauge",
+		     "1 when the last query read folio sizes (pagemap and kpageflags; needs "
+		     "CAP_SYS_ADMIN), 0 when it could not.");
+		bprintf(&b, "thpd_folio_sizes_readable %d\n",
+			st->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS);
+	}
 	head(&b, "cpu_seconds_total", "counter", "CPU time the daemon used.");
 	bprintf(&b, "thpd_cpu_seconds_total %.6f\n", (double)thpd_cpu_ns() / 1e9);
 	head(&b, "pass_duration_seconds", "gauge", "Wall time of the last pass.");
@@ -263,12 +381,15 @@ char *thpd_json_text(const struct thpd_state *st, size_t *len)
 		bprintf(&b, "%s{\"name\":", i ? "," : "");
 		json_str(&b, r->name);
 		bprintf(&b, ",\"policy\":\"%s\",\"enforced\":%s,\"processes\":%llu,\"anon_bytes\":%llu,"
-			    "\"huge_bytes\":%llu,\"alignable_bytes\":%llu,\"collapses\":%llu,\"failures\":{",
+			    "\"huge_bytes\":%llu,\"alignable_bytes\":%llu,\"collapses\":%llu",
 			thpd_policy_name(r->policy),
 			r->policy == THPD_HUGE || r->inject ? "true" : "false",
 			(unsigned long long)r->processes, (unsigned long long)r->anon,
 			(unsigned long long)r->huge, (unsigned long long)r->alignable,
 			(unsigned long long)r->stats.collapses);
+		if (r->folio_procs)
+			folio_json(&b, st, r->folio_base, r->folio_bytes);
+		bprintf(&b, ",\"failures\":{");
 		for (int e = 0, first = 1; e < THPD_NERRNO; e++) {
 			if (!r->stats.failures[e])
 				continue;
@@ -284,12 +405,18 @@ char *thpd_json_text(const struct thpd_state *st, size_t *len)
 		json_str(&b, v[i]->comm);
 		bprintf(&b, ",\"rule\":");
 		json_str(&b, st->cfg.rules[v[i]->rule].name);
-		bprintf(&b, ",\"anon_bytes\":%llu,\"huge_bytes\":%llu,\"alignable_bytes\":%llu}",
+		bprintf(&b, ",\"anon_bytes\":%llu,\"huge_bytes\":%llu,\"alignable_bytes\":%llu",
 			(unsigned long long)v[i]->anon, (unsigned long long)v[i]->huge,
 			(unsigned long long)v[i]->alignable);
+		if (v[i]->sizes_known)
+			folio_json(&b, st, v[i]->folio_base, v[i]->folio_bytes);
+		bprintf(&b, "}");
 	}
-	bprintf(&b, "],\"daemon\":{\"pid\":%d,\"cpu_seconds\":%.6f,\"passes\":%llu,"
+	bprintf(&b, "],\"daemon\":{\"folio_source\":\"%s\",\"pid\":%d,\"cpu_seconds\":%.6f,\"passes\":%llu,"
 		    "\"last_pass_seconds\":%.6f,\"rss_bytes\":%llu}}\n",
+		st->folio_source < 0				  ? "unknown"
+		: st->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS ? "kpageflags"
+								  : "none",
 		(int)getpid(), (double)thpd_cpu_ns() / 1e9, (unsigned long long)st->passes,
 		st->last_pass_s, (unsigned long long)thpd_rss_bytes());
 	free(v);

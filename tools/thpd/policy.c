@@ -92,11 +92,21 @@ void thpd_state_init(struct thpd_state *st)
 	st->hash = calloc(st->nhash, sizeof(*st->hash));
 	st->last_cpu_ns = thpd_cpu_ns();
 	st->last_wall_ns = thpd_mono_ns();
+	st->folio_source = -1;
 	{
 		struct thp_probe_info info = { .sz = sizeof(info) };
 
 		/* Probed once: a nohuge default cannot be seen from outside from 6.18 on. */
 		st->nohuge_hidden = thp_probe(&info) == 0 && info.thp_disable_except_advised;
+	}
+	{
+		THP_OPTS(thp_probe_info, pi);
+
+		if (thp_probe(&pi) == 0) {
+			st->nsizes = pi.nr_sizes < THP_PROBE_MAX_SIZES ? pi.nr_sizes : THP_PROBE_MAX_SIZES;
+			for (uint32_t i = 0; i < st->nsizes; i++)
+				st->sizes[i] = pi.sizes[i].size;
+		}
 	}
 }
 
@@ -325,6 +335,9 @@ static void visit(void *arg, pid_t pid)
 		p->anon_at_query = 0;
 		p->alignable = 0;
 		p->anon = p->huge = 0;
+		p->huge_at_query = 0;
+		p->sizes_known = false;
+		p->catching_up = false;
 		p->warned = false;
 		p->measure_gap = 1;
 		p->measure_next = 0;
@@ -385,9 +398,40 @@ static void check_skip(struct thpd_state *st, struct thpd_proc *p, const struct 
 	}
 }
 
+/* @now is more than 1% + one extent away from @then. */
+static bool moved(uint64_t now, uint64_t then)
+{
+	return now > then + then / 100 + EXTENT || now + then / 100 + EXTENT < then;
+}
+
+/* The folio sizes of query @q into @p (by st->sizes[]), or why there are none. */
+static void take_sizes(struct thpd_state *st, struct thpd_proc *p, const struct thp_query_opts *q)
+{
+	st->folio_source = (int)q->folio_source;
+	p->sizes_known = q->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS;
+	if (!p->sizes_known) {
+		/* Nothing per size is exported then: zeros would read as measurements. */
+		if (!st->folio_none_logged) {
+			st->folio_none_logged = true;
+			thpd_log(LOG_NOTICE,
+				 "folio sizes not readable (process %d: pagemap shows frame numbers only "
+				 "with CAP_SYS_ADMIN, /proc/kpageflags is root's): no per-size metrics",
+				 (int)p->pid);
+		}
+		return;
+	}
+	p->folio_base = q->anon_base_bytes;
+	memset(p->folio_bytes, 0, sizeof(p->folio_bytes));
+	for (uint32_t i = 0; i < q->nr_sizes && i < THP_PROBE_MAX_SIZES; i++)
+		for (uint32_t k = 0; k < st->nsizes; k++)
+			if (st->sizes[k] == q->sizes[i].size)
+				p->folio_bytes[k] = q->sizes[i].bytes;
+}
+
 static void measure(struct thpd_state *st, struct thpd_proc *p)
 {
 	uint64_t anon, huge;
+	bool requery;
 
 	/* A process whose figures stand still is read less often, up to
 	 * every MAX_MEASURE_GAP passes: smaps_rollup walks its page tables. */
@@ -404,14 +448,22 @@ static void measure(struct thpd_state *st, struct thpd_proc *p)
 	p->measure_next = st->passes + p->measure_gap;
 	p->anon = anon;
 	p->huge = huge;
-	/* A full smaps read only when the anonymous memory moved. */
-	if (p->anon_at_query == 0 || anon > p->anon_at_query + p->anon_at_query / 100 + EXTENT ||
-	    anon + p->anon_at_query / 100 + EXTENT < p->anon_at_query) {
-		THP_OPTS(thp_query_opts, q, .pidfd = p->pidfd);
+	/*
+	 * A full smaps and pagemap read only when the anonymous memory moved,
+	 * or the huge memory did while the sizes are known (a collapse or
+	 * khugepaged moved bytes between sizes); not during a catch-up, which
+	 * moves it every pass: the sizes are read again once it is over.
+	 */
+	requery = p->anon_at_query == 0 || moved(anon, p->anon_at_query) ||
+		  (p->sizes_known && !p->catching_up && moved(huge, p->huge_at_query));
+	if (requery) {
+		THP_OPTS(thp_query_opts, q, .pidfd = p->pidfd, .flags = THP_QUERY_F_FOLIO_SIZES);
 
 		if (thp_query(&q) >= 0) {
+			take_sizes(st, p, &q);
 			p->alignable = q.anon_alignable_bytes;
 			p->anon_at_query = anon ? anon : 1;
+			p->huge_at_query = huge;
 			p->backoff = 1;
 			p->next_try = 0;
 		}
@@ -513,6 +565,7 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 	}
 	if (o.extents_over_budget)
 		st->catchup = true;
+	p->catching_up = o.extents_over_budget != 0;
 }
 
 /* The largest bucket: the catch-up share of one interval, or of a second
@@ -583,6 +636,8 @@ void thpd_pass(struct thpd_state *st)
 		struct thpd_rule *r = &st->cfg.rules[i];
 
 		r->processes = r->anon = r->huge = r->alignable = r->over_budget = 0;
+		r->folio_procs = r->folio_base = 0;
+		memset(r->folio_bytes, 0, sizeof(r->folio_bytes));
 	}
 	for (size_t i = 0; i < st->nhash; i++) {
 		struct thpd_proc **pp = &st->hash[i];
@@ -656,6 +711,12 @@ void thpd_pass(struct thpd_state *st)
 			r->anon += p->anon;
 			r->huge += p->huge;
 			r->alignable += p->alignable;
+			if (p->sizes_known) {
+				r->folio_procs++;
+				r->folio_base += p->folio_base;
+				for (uint32_t k = 0; k < st->nsizes; k++)
+					r->folio_bytes[k] += p->folio_bytes[k];
+			}
 			if ((r->policy == THPD_NEVER || r->policy == THPD_NOHUGE) && p->huge &&
 			    !p->warned) {
 				p->warned = true;

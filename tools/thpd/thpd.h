@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include <thp/thp.h>
+
 enum thpd_policy {
 	THPD_HUGE,
 	THPD_NEVER,
@@ -46,6 +48,9 @@ struct thpd_rule {
 	struct thpd_rule_stats stats; /* carried over a reload by name */
 	/* Figures of the last pass. */
 	uint64_t processes, anon, huge, alignable, over_budget;
+	/* Anonymous bytes by folio size, summed over the processes whose sizes
+	 * are known (folio_procs of them): base pages, then thpd_state.sizes[]. */
+	uint64_t folio_procs, folio_base, folio_bytes[THP_PROBE_MAX_SIZES];
 };
 
 struct thpd_config {
@@ -120,6 +125,10 @@ struct thpd_proc {
 	unsigned measure_gap;
 	uint64_t anon, huge, alignable; /* last measured */
 	uint64_t anon_at_query;		/* anon when alignable was read */
+	uint64_t huge_at_query;		/* huge then */
+	bool sizes_known;		/* folio_* below were read (source kpageflags) */
+	bool catching_up;		/* the last collapse left extents over budget */
+	uint64_t folio_base, folio_bytes[THP_PROBE_MAX_SIZES]; /* by thpd_state.sizes[] */
 	uint64_t collapses;
 	uint64_t next_try; /* pass number before which no collapse is tried */
 	unsigned backoff;
@@ -147,6 +156,11 @@ struct thpd_state {
 	bool verbose;
 	bool nohuge_hidden; /* PR_THP_DISABLE_EXCEPT_ADVISED exists: not seen from outside */
 	struct thpd_scan *scan;
+	/* The folio sizes the kernel offers (thp_probe()), smallest first. */
+	uint32_t nsizes;
+	uint64_t sizes[THP_PROBE_MAX_SIZES];
+	int folio_source; /* of the last query: enum thp_folio_source, -1 none yet */
+	bool folio_none_logged;
 };
 
 void thpd_state_init(struct thpd_state *st);
@@ -168,6 +182,8 @@ char *thpd_metrics_text(const struct thpd_state *st, size_t *len);
 char *thpd_json_text(const struct thpd_state *st, size_t *len);
 char *thpd_rules_text(const struct thpd_state *st, size_t *len);
 int thpd_metrics_write_file(const struct thpd_state *st, const char *path);
+/* A folio size as a label value: "64K", "2M"; @buf of 24 bytes at least. */
+const char *thpd_size_label(uint64_t size, char *buf, size_t len);
 /* smaps_rollup: Anonymous and AnonHugePages of PID in bytes. */
 int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge);
 
