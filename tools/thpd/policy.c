@@ -102,11 +102,12 @@ void thpd_state_init(struct thpd_state *st)
 	{
 		THP_OPTS(thp_probe_info, pi);
 
-		if (thp_probe(&pi) == 0) {
-			st->nsizes = pi.nr_sizes < THP_PROBE_MAX_SIZES ? pi.nr_sizes : THP_PROBE_MAX_SIZES;
-			for (uint32_t i = 0; i < st->nsizes; i++)
-				st->sizes[i] = pi.sizes[i].size;
-		}
+		/* Anonymous sizes only: one with no "enabled" (8 KiB) is for shmem. */
+		if (thp_probe(&pi) != 0)
+			pi.nr_sizes = 0;
+		for (uint32_t i = 0; i < pi.nr_sizes && i < THP_PROBE_MAX_SIZES; i++)
+			if (pi.sizes_source != THP_SIZES_PER_SIZE || pi.sizes[i].enabled != THP_MODE_UNKNOWN)
+				st->sizes[st->nsizes++] = pi.sizes[i].size;
 	}
 }
 
