@@ -338,6 +338,7 @@ static void visit(void *arg, pid_t pid)
 		p->anon = p->huge = 0;
 		p->huge_at_query = 0;
 		p->sizes_known = false;
+		p->sizes_due = false;
 		p->catching_up = false;
 		p->warned = false;
 		p->measure_gap = 1;
@@ -409,6 +410,7 @@ static bool moved(uint64_t now, uint64_t then)
 static void take_sizes(struct thpd_state *st, struct thpd_proc *p, const struct thp_query_opts *q)
 {
 	st->folio_source = (int)q->folio_source;
+	p->sizes_due = false;
 	p->sizes_known = q->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS;
 	if (!p->sizes_known) {
 		/* Nothing per size is exported then: zeros would read as measurements. */
@@ -450,18 +452,34 @@ static void measure(struct thpd_state *st, struct thpd_proc *p)
 	p->anon = anon;
 	p->huge = huge;
 	/*
-	 * A full smaps and pagemap read only when the anonymous memory moved,
-	 * or the huge memory did while the sizes are known (a collapse or
-	 * khugepaged moved bytes between sizes); not during a catch-up, which
-	 * moves it every pass: the sizes are read again once it is over.
+	 * A full smaps read only when the anonymous memory moved.  The folio
+	 * sizes are due then too, or when the huge memory moved while they are
+	 * known (a collapse or khugepaged moved bytes between sizes), but not
+	 * during a catch-up, which moves it every pass.  Reading them walks
+	 * pagemap and kpageflags, far dearer than smaps on memory in base
+	 * pages: they are read only while the CPU budget has time left (the
+	 * pass's CPU is charged to it), else on a later pass.
 	 */
-	requery = p->anon_at_query == 0 || moved(anon, p->anon_at_query) ||
-		  (p->sizes_known && !p->catching_up && moved(huge, p->huge_at_query));
-	if (requery) {
-		THP_OPTS(thp_query_opts, q, .pidfd = p->pidfd, .flags = THP_QUERY_F_FOLIO_SIZES);
+	requery = p->anon_at_query == 0 || moved(anon, p->anon_at_query);
+	if (requery || (p->sizes_known && !p->catching_up && moved(huge, p->huge_at_query)))
+		p->sizes_due = true;
+	if (requery || (p->sizes_due && st->bucket_s > 0)) {
+		THP_OPTS(thp_query_opts, q, .pidfd = p->pidfd);
+		uint64_t c0 = thpd_cpu_ns();
+		int ret;
 
-		if (thp_query(&q) >= 0) {
-			take_sizes(st, p, &q);
+		if (p->sizes_due && st->bucket_s > 0)
+			q.flags = THP_QUERY_F_FOLIO_SIZES;
+		ret = thp_query(&q);
+		if (q.flags) {
+			/* Charged now, so that the next process sees what is left. */
+			c0 = thpd_cpu_ns() - c0;
+			st->bucket_s -= (double)c0 / 1e9;
+			st->pass_sizes_ns += c0;
+		}
+		if (ret >= 0) {
+			if (q.flags)
+				take_sizes(st, p, &q);
 			p->alignable = q.anon_alignable_bytes;
 			p->anon_at_query = anon ? anon : 1;
 			p->huge_at_query = huge;
@@ -625,6 +643,7 @@ void thpd_pass(struct thpd_state *st)
 		st->bucket_s = -1.0;
 	st->catchup = false;
 	st->pass_collapse_ns = 0;
+	st->pass_sizes_ns = 0;
 	st->work_left = 0;
 
 	for (size_t i = 0; i < st->nhash; i++)
@@ -732,7 +751,7 @@ void thpd_pass(struct thpd_state *st)
 	st->last_cpu_ns = thpd_cpu_ns();
 	st->last_wall_ns = thpd_mono_ns();
 	/* The rest of this pass's CPU counts against the budget too. */
-	st->bucket_s -= (double)(st->last_cpu_ns - cpu - st->pass_collapse_ns) / 1e9;
+	st->bucket_s -= (double)(st->last_cpu_ns - cpu - st->pass_collapse_ns - st->pass_sizes_ns) / 1e9;
 	st->last_pass_s = (double)(st->last_wall_ns - t0) / 1e9;
 	st->passes++;
 }

@@ -127,6 +127,7 @@ struct thpd_proc {
 	uint64_t anon_at_query;		/* anon when alignable was read */
 	uint64_t huge_at_query;		/* huge then */
 	bool sizes_known;		/* folio_* below were read (source kpageflags) */
+	bool sizes_due;			/* memory moved since: read them when the budget allows */
 	bool catching_up;		/* the last collapse left extents over budget */
 	uint64_t folio_base, folio_bytes[THP_PROBE_MAX_SIZES]; /* by thpd_state.sizes[] */
 	uint64_t collapses;
@@ -153,6 +154,7 @@ struct thpd_state {
 	bool early;	    /* a pass is wanted before the interval is over */
 	uint64_t work_left; /* collapsible bytes the last pass left for lack of budget */
 	uint64_t pass_collapse_ns;
+	uint64_t pass_sizes_ns; /* CPU of this pass's folio size reads, charged as they happen */
 	bool verbose;
 	bool nohuge_hidden; /* PR_THP_DISABLE_EXCEPT_ADVISED exists: not seen from outside */
 	struct thpd_scan *scan;
