@@ -76,7 +76,7 @@ def set_nohuge_default():
 
 
 class Workload:
-    def __init__(self, exe, mib, user=None, nohuge=False):
+    def __init__(self, exe, mib, user=None, nohuge=False, extra=()):
         def drop():
             if nohuge:
                 set_nohuge_default()
@@ -84,7 +84,7 @@ class Workload:
                 os.setgroups([])
                 os.setgid(user)
                 os.setuid(user)
-        self.p = subprocess.Popen([exe, str(mib)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.p = subprocess.Popen([exe, str(mib)] + list(extra), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True, preexec_fn=drop)
         self.pid = self.p.pid
         words = self.p.stdout.readline().split()
@@ -627,6 +627,118 @@ def case_fds(args, tmp):
               f"thpd under ASan exited {d.p.returncode} (LeakSanitizer): {d.logtext()[-2000:]}")
 
 
+THP = "/sys/kernel/mm/transparent_hugepage"
+
+
+def sysfs_mode(path):
+    with open(path) as f:
+        return re.search(r"\[(\w+)\]", f.read()).group(1)
+
+
+def sysfs_write(path, value):
+    with open(path, "w") as f:
+        f.write(value)
+
+
+class Terminated(Exception):
+    pass
+
+
+def on_sigterm(signum, frame):
+    # meson's timeout sends SIGTERM: unwind so that finally restores sysfs.
+    raise Terminated(f"signal {signum}")
+
+
+def case_sizes(args, tmp):
+    """64 KiB folios under madvise, 2 MiB never: thpd's 64K figure against the kernel's counter."""
+    try:
+        dirs = sorted(d for d in os.listdir(THP) if re.fullmatch(r"hugepages-\d+kB", d))
+    except OSError:
+        dirs = []
+    if "hugepages-64kB" not in dirs or "hugepages-2048kB" not in dirs:
+        # Also under CI: the kernel (before 6.8) has no per-size controls.
+        print(f"no per-size THP controls (64 KiB and 2 MiB) in {THP}: skipped")
+        return SKIP
+    counter = f"{THP}/hugepages-64kB/stats/anon_fault_alloc"
+    if not os.path.exists(counter):
+        print(f"no {counter} (per-size stats came in 6.9): skipped")
+        return SKIP
+    # hugepages-8kB has shmem_enabled only: no anonymous order-1 folios.
+    files = [f"{THP}/enabled"] + [f"{THP}/{d}/enabled" for d in dirs
+                                  if os.path.exists(f"{THP}/{d}/enabled")]
+    saved = {f: sysfs_mode(f) for f in files}
+    exe = copy_workload(args, tmp, "wl-sizes")
+    conf = f"[rule s]\nexe = {exe}\npolicy = system\n"
+    d = Daemon(args, tmp, conf)
+    dn = Daemon(args, tmp, conf, name="thpd-nocap")
+    # Without CAP_SYS_ADMIN pagemap hides the frame numbers: source none.
+    dn.cmdline = ["setpriv", "--bounding-set", "-sys_admin"] + dn.cmdline
+    w = None
+    old_term = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        # Only 64 KiB is left to a MADV_HUGEPAGE mapping.
+        for f in files[1:]:
+            sysfs_write(f, "madvise" if "hugepages-64kB" in f else "never")
+        with open(counter) as f:
+            before = int(f.read())
+        w = Workload(exe, 128, extra=["0", "huge"])
+        with open(counter) as f:
+            after = int(f.read())
+        kernel = (after - before) * 65536
+        smaps = region(w.pid, w.addr)
+        check(smaps.get("AnonHugePages", -1) == 0, f"AnonHugePages with 2 MiB never: {smaps}")
+        check(kernel >= 0.9 * w.len, f"the kernel counted {kernel >> 10} kB in 64 KiB folios "
+              f"of {w.len >> 10} kB advised")
+        d.start()
+        labels = dict(rule="s", pid=w.pid, comm="wl-sizes", size="64K")
+        text = wait_for(lambda: (t := d.query("metrics")) and
+                        metric(t, "thpd_process_folio_bytes", **labels) is not None and t, 10)
+        check(text, f"no thpd_process_folio_bytes for the workload: {d.query('metrics')}")
+        promtool_check(text)
+        got = metric(text, "thpd_process_folio_bytes", **labels)
+        check(within(got, kernel, 0.02), f"thpd 64K {got / MIB:.2f} MiB, kernel counter "
+              f"{kernel / MIB:.2f} MiB")
+        check(metric(text, "thpd_process_folio_bytes", size="2M", pid=w.pid) == 0,
+              "2 MiB folios reported with 2 MiB never")
+        check(metric(text, "thpd_rule_folio_bytes", rule="s", size="64K") == got,
+              "rule figure differs from its one process")
+        check(metric(text, "thpd_folio_sizes_readable") == 1, "thpd_folio_sizes_readable not 1")
+        st = d.status()
+        proc = [p for p in st["processes"] if p["pid"] == w.pid]
+        check(proc and proc[0].get("folio_bytes", {}).get("64K") == got,
+              f"status.json differs: {proc}")
+        check(st["daemon"]["folio_source"] == "kpageflags", f"source {st['daemon']}")
+        d.stop()
+        print(f"64K: thpd {got / MIB:.2f} MiB, kernel anon_fault_alloc delta {kernel / MIB:.2f} MiB, "
+              f"smaps AnonHugePages 0")
+        # Without the frame numbers: one notice, no per-size series.
+        dn.start()
+        dn.wait_passes(3)
+        text = dn.query("metrics")
+        promtool_check(text)
+        check("folio_bytes" not in text, "per-size series without CAP_SYS_ADMIN")
+        check(metric(text, "thpd_folio_sizes_readable") == 0, "thpd_folio_sizes_readable not 0")
+        check("folio_bytes" not in json.dumps(dn.status()["processes"]),
+              "status.json has folio sizes without CAP_SYS_ADMIN")
+        notes = dn.logtext().count("folio sizes not readable")
+        check(notes == 1, f"{notes} notices about unreadable folio sizes: {dn.logtext()}")
+    finally:
+        if w:
+            w.stop()
+        d.stop()
+        dn.stop()
+        errors = []
+        for f in files[1:] + files[:1]:
+            try:
+                sysfs_write(f, saved[f])
+            except OSError as e:
+                errors.append(f"{f}: {e}")
+        signal.signal(signal.SIGTERM, old_term)
+        check(not errors, f"could not restore {errors}")
+        for f in files:
+            check(sysfs_mode(f) == saved[f], f"{f} is {sysfs_mode(f)}, was {saved[f]}")
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 
@@ -642,7 +754,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="thpd-test-")
     try:
         r = CASES[args.case](args, tmp)
-    except Fail as e:
+    except (Fail, Terminated) as e:
         print(f"FAIL: {e}")
         return 1
     finally:
