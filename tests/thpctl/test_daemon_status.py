@@ -31,12 +31,13 @@ DOC = {
     ],
     "processes": [
         {"pid": 4242, "comm": "redis-server", "rule": "redis",
-         "anon_bytes": 512 * MIB, "huge_bytes": 500 * MIB, "alignable_bytes": 510 * MIB},
+         "anon_bytes": 512 * MIB, "huge_bytes": 500 * MIB, "alignable_bytes": 510 * MIB,
+         "folio_bytes": {"base": 8 * MIB, "64K": 4 * MIB, "1M": 0, "2M": 500 * MIB, "\u001b[2J": MIB}},
         {"pid": 77, "comm": "evil\u001b[2J\u00e9", "rule": "batch",
          "anon_bytes": 32 * MIB, "huge_bytes": 0, "alignable_bytes": 0},
     ],
     "daemon": {"pid": 99, "cpu_seconds": 1.25, "passes": 7, "last_pass_seconds": 0.012,
-               "rss_bytes": 6 * MIB},
+               "rss_bytes": 6 * MIB, "folio_source": "kpageflags"},
 }
 
 
@@ -101,10 +102,17 @@ def main():
         proc = lines.get("4242", [])
         check(proc[1:] == ["redis-server", "redis", "512.0", "500.0", "98.0%"],
               "process 4242: %s" % proc)
+        folios = [l.split() for l in out.splitlines() if l.split()[:1] == ["folios:"]]
+        check(folios == [["folios:", "base", "1.6%", "64K", "0.8%", "2M", "97.7%"]],
+              "one folios line, under process 4242, sizes holding memory only: %s" % folios)
+        check(out.splitlines()[out.splitlines().index(next(l for l in out.splitlines()
+                                                            if l.split()[:1] == ["4242"])) + 1]
+              .split()[:1] == ["folios:"], "the folios line follows its process")
         evil = lines.get("77", [])
         check(evil[1:2] == ["evil\\x1b[2J\u00e9"] and "\x1b" not in out,
               "comm shown as data: %s" % evil[1:2])
-        check("thpd pid 99: 7 passes, last 0.012 s, 1.25 s CPU, RSS 6.0 MiB" in out,
+        check("thpd pid 99: 7 passes, last 0.012 s, 1.25 s CPU, RSS 6.0 MiB, folio sizes: kpageflags"
+              in out,
               "daemon line")
 
         p, req = run(thpctl, path, text, "--json")

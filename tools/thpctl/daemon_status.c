@@ -364,6 +364,33 @@ static const char *coverage(uint64_t huge, uint64_t alignable, char *buf, size_t
 	return buf;
 }
 
+/*
+ * Under a row whose folio sizes thpd read: the sizes holding anonymous
+ * memory, each as a share of it ("64K 99.0%").  Nothing when it could not
+ * read them (no CAP_SYS_ADMIN): no line rather than zeros.
+ */
+static void print_folios(const struct jval *obj)
+{
+	const struct jval *fb = member(obj, "folio_bytes");
+	uint64_t anon = member_u64(obj, "anon_bytes");
+	bool any = false;
+
+	if (!fb || fb->type != J_OBJ || !anon)
+		return;
+	printf("%8s folios:", "");
+	for (const struct jval *m = fb->child; m; m = m->next) {
+		uint64_t b = member_u64(fb, m->key);
+
+		/* Keys are thpd's size labels; anything else is not shown. */
+		if (!b || !*m->key || strlen(m->key) > 8 ||
+		    strspn(m->key, "0123456789KMGTbase") != strlen(m->key))
+			continue;
+		printf(" %s %.1f%%", m->key, 100.0 * (double)b / (double)anon);
+		any = true;
+	}
+	printf("%s\n", any ? "" : " -");
+}
+
 static void print_table(const struct jval *doc)
 {
 	const struct jval *rules = member(doc, "rules"), *procs = member(doc, "processes");
@@ -382,24 +409,29 @@ static void print_table(const struct jval *doc)
 		       mib(member_u64(r, "huge_bytes")),
 		       coverage(member_u64(r, "huge_bytes"), member_u64(r, "alignable_bytes"), cov,
 				sizeof(cov)));
+		print_folios(r);
 	}
 	if (procs && procs->child) {
 		printf("\n%8s %-16s %-20s %12s %12s %9s\n", "PID", "COMM", "RULE", "ANON MiB", "HUGE MiB",
 		       "COVERAGE");
-		for (const struct jval *p = procs->child; p; p = p->next)
+		for (const struct jval *p = procs->child; p; p = p->next) {
 			printf("%8llu %-16s %-20s %12.1f %12.1f %9s\n",
 			       (unsigned long long)member_u64(p, "pid"), shown(p, "comm", comm, sizeof(comm)),
 			       shown(p, "rule", name, sizeof(name)), mib(member_u64(p, "anon_bytes")),
 			       mib(member_u64(p, "huge_bytes")),
 			       coverage(member_u64(p, "huge_bytes"), member_u64(p, "alignable_bytes"), cov,
 					sizeof(cov)));
+			print_folios(p);
+		}
 	}
 	if (daemon)
-		printf("\nthpd pid %llu: %llu passes, last %.3f s, %.2f s CPU, RSS %.1f MiB\n",
+		printf("\nthpd pid %llu: %llu passes, last %.3f s, %.2f s CPU, RSS %.1f MiB%s%s\n",
 		       (unsigned long long)member_u64(daemon, "pid"),
 		       (unsigned long long)member_u64(daemon, "passes"),
 		       member_double(daemon, "last_pass_seconds"), member_double(daemon, "cpu_seconds"),
-		       mib(member_u64(daemon, "rss_bytes")));
+		       mib(member_u64(daemon, "rss_bytes")),
+		       member(daemon, "folio_source") ? ", folio sizes: " : "",
+		       member(daemon, "folio_source") ? shown(daemon, "folio_source", pol, sizeof(pol)) : "");
 }
 
 /* thpd's whole answer to "json\n" on @path, NUL-terminated; NULL on error. */
