@@ -338,6 +338,15 @@ def case_huge(args, tmp):
         d.start()
         ok = wait_for(lambda: hw.huge() >= 0.9 * hw.len, 60, 0.2)
         check(ok, f"huge rule: {hw.huge() // MIB} of {hw.len // MIB} MiB huge after 60 s")
+        # The collapses moved memory from base pages to 2 MiB folios: once the
+        # catch-up is over, thpd reads the sizes again.
+        def sizes_agree():
+            v = metric(d.query("metrics"), "thpd_process_folio_bytes", pid=hw.pid, size="2M")
+            h = rollup(hw.pid)["AnonHugePages"]
+            return (v is not None and within(v, h), v, h)
+        agree = wait_for(lambda: sizes_agree()[0], 15, 0.2)
+        check(agree, "thpd_process_folio_bytes size=2M %s vs smaps_rollup AnonHugePages %s" %
+              sizes_agree()[1:])
         d.wait_passes(3)
         check(nw.huge() == 0 and rollup(nw.pid)["AnonHugePages"] == 0, "never rule: memory got huge")
         check(ow.huge() == 0 and rollup(ow.pid)["AnonHugePages"] == 0, "unmatched: memory got huge")

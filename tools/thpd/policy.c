@@ -457,24 +457,28 @@ static void measure(struct thpd_state *st, struct thpd_proc *p)
 	 * known (a collapse or khugepaged moved bytes between sizes), but not
 	 * during a catch-up, which moves it every pass.  Reading them walks
 	 * pagemap and kpageflags, far dearer than smaps on memory in base
-	 * pages: they are read only while the CPU budget has time left (the
-	 * pass's CPU is charged to it), else on a later pass.
+	 * pages: they are read only while a bucket of their own, filled at
+	 * the steady CPU budget's rate, has time left, else on a later pass.
+	 * It is not the collapses' bucket, which a catch-up leaves in debt
+	 * for long after, just when the sizes have moved; their CPU is
+	 * charged to both.
 	 */
 	requery = p->anon_at_query == 0 || moved(anon, p->anon_at_query);
 	if (requery || (p->sizes_known && !p->catching_up && moved(huge, p->huge_at_query)))
 		p->sizes_due = true;
-	if (requery || (p->sizes_due && st->bucket_s > 0)) {
+	if (requery || (p->sizes_due && st->sizes_bucket_s > 0)) {
 		THP_OPTS(thp_query_opts, q, .pidfd = p->pidfd);
 		uint64_t c0 = thpd_cpu_ns();
 		int ret;
 
-		if (p->sizes_due && st->bucket_s > 0)
+		if (p->sizes_due && st->sizes_bucket_s > 0)
 			q.flags = THP_QUERY_F_FOLIO_SIZES;
 		ret = thp_query(&q);
 		if (q.flags) {
 			/* Charged now, so that the next process sees what is left. */
 			c0 = thpd_cpu_ns() - c0;
 			st->bucket_s -= (double)c0 / 1e9;
+			st->sizes_bucket_s -= (double)c0 / 1e9;
 			st->pass_sizes_ns += c0;
 		}
 		if (ret >= 0) {
@@ -635,6 +639,9 @@ void thpd_pass(struct thpd_state *st)
 	st->bucket_s += rate * (double)(wall - st->last_wall_ns) / 1e9;
 	st->bucket_s -= (double)(cpu - st->last_cpu_ns) / 1e9;
 	maxb = bucket_max(st);
+	st->sizes_bucket_s += st->cfg.cpu_budget * (double)(wall - st->last_wall_ns) / 1e9;
+	if (st->passes == 0 || st->sizes_bucket_s > maxb)
+		st->sizes_bucket_s = maxb;
 	if (st->passes == 0)
 		st->bucket_s = maxb;
 	if (st->bucket_s > maxb)
@@ -685,6 +692,8 @@ void thpd_pass(struct thpd_state *st)
 				p->inject_done = true;
 			}
 			measure(st, p);
+			if (!(r->policy == THPD_HUGE && !p->skipped && p->alignable >= p->huge + EXTENT))
+				p->catching_up = false; /* nothing left: its sizes may be read again */
 			if (r->policy == THPD_HUGE && !p->skipped && p->next_try <= st->passes &&
 			    p->alignable >= p->huge + EXTENT) {
 				if (ncand == cap) {

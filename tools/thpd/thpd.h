@@ -155,6 +155,7 @@ struct thpd_state {
 	uint64_t work_left; /* collapsible bytes the last pass left for lack of budget */
 	uint64_t pass_collapse_ns;
 	uint64_t pass_sizes_ns; /* CPU of this pass's folio size reads, charged as they happen */
+	double sizes_bucket_s;	/* CPU seconds folio size reads may still use */
 	bool verbose;
 	bool nohuge_hidden; /* PR_THP_DISABLE_EXCEPT_ADVISED exists: not seen from outside */
 	struct thpd_scan *scan;
