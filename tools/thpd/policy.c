@@ -418,7 +418,8 @@ static void take_sizes(struct thpd_state *st, struct thpd_proc *p, const struct 
 			st->folio_none_logged = true;
 			thpd_log(LOG_NOTICE,
 				 "folio sizes not readable (process %d: pagemap shows frame numbers only "
-				 "with CAP_SYS_ADMIN, /proc/kpageflags is root's): no per-size metrics",
+				 "with CAP_SYS_ADMIN, /proc/kpageflags is root's, and a mapping of a "
+				 "terabyte or more is not walked): no per-size metrics for it",
 				 (int)p->pid);
 		}
 		return;
