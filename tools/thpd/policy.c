@@ -94,17 +94,13 @@ void thpd_state_init(struct thpd_state *st)
 	st->last_wall_ns = thpd_mono_ns();
 	st->folio_source = -1;
 	{
-		struct thp_probe_info info = { .sz = sizeof(info) };
+		struct thp_probe_info pi = { .sz = sizeof(pi) };
 
 		/* Probed once: a nohuge default cannot be seen from outside from 6.18 on. */
-		st->nohuge_hidden = thp_probe(&info) == 0 && info.thp_disable_except_advised;
-	}
-	{
-		THP_OPTS(thp_probe_info, pi);
-
-		/* Anonymous sizes only: one with no "enabled" (8 KiB) is for shmem. */
 		if (thp_probe(&pi) != 0)
-			pi.nr_sizes = 0;
+			memset(&pi, 0, sizeof(pi));
+		st->nohuge_hidden = pi.thp_disable_except_advised;
+		/* Anonymous sizes only: one with no "enabled" (8 KiB) is for shmem. */
 		for (uint32_t i = 0; i < pi.nr_sizes && i < THP_PROBE_MAX_SIZES; i++)
 			if (pi.sizes_source != THP_SIZES_PER_SIZE || pi.sizes[i].enabled != THP_MODE_UNKNOWN)
 				st->sizes[st->nsizes++] = pi.sizes[i].size;
