@@ -688,25 +688,36 @@ def case_sizes(args, tmp):
         # Only 64 KiB is left to a MADV_HUGEPAGE mapping.
         for f in files[1:]:
             sysfs_write(f, "madvise" if "hugepages-64kB" in f else "never")
-        with open(counter) as f:
-            before = int(f.read())
-        w = Workload(exe, 128, extra=["0", "huge"])
-        with open(counter) as f:
-            after = int(f.read())
-        kernel = (after - before) * 65536
-        smaps = region(w.pid, w.addr)
-        check(smaps.get("AnonHugePages", -1) == 0, f"AnonHugePages with 2 MiB never: {smaps}")
-        check(kernel >= 0.9 * w.len, f"the kernel counted {kernel >> 10} kB in 64 KiB folios "
-              f"of {w.len >> 10} kB advised")
-        d.start()
-        labels = dict(rule="s", pid=w.pid, comm="wl-sizes", size="64K")
-        text = wait_for(lambda: (t := d.query("metrics")) and
-                        metric(t, "thpd_process_folio_bytes", **labels) is not None and t, 10)
-        check(text, f"no thpd_process_folio_bytes for the workload: {d.query('metrics')}")
-        promtool_check(text)
-        got = metric(text, "thpd_process_folio_bytes", **labels)
-        check(within(got, kernel, 0.02), f"thpd 64K {got / MIB:.2f} MiB, kernel counter "
-              f"{kernel / MIB:.2f} MiB")
+        # The counter is the machine's: another process's advised faults in
+        # the window only add to it, never take away.  So up to three tries,
+        # each with a new workload and a new daemon; a wrong figure of thpd's
+        # fails all three.
+        tries = []
+        for attempt in range(3):
+            if w:
+                w.stop()
+                d.stop()
+            with open(counter) as f:
+                before = int(f.read())
+            w = Workload(exe, 128, extra=["0", "huge"])
+            with open(counter) as f:
+                after = int(f.read())
+            kernel = (after - before) * 65536
+            smaps = region(w.pid, w.addr)
+            check(smaps.get("AnonHugePages", -1) == 0, f"AnonHugePages with 2 MiB never: {smaps}")
+            check(kernel >= 0.9 * w.len, f"the kernel counted {kernel >> 10} kB in 64 KiB folios "
+                  f"of {w.len >> 10} kB advised")
+            d.start()
+            labels = dict(rule="s", pid=w.pid, comm="wl-sizes", size="64K")
+            text = wait_for(lambda: (t := d.query("metrics")) and
+                            metric(t, "thpd_process_folio_bytes", **labels) is not None and t, 10)
+            check(text, f"no thpd_process_folio_bytes for the workload: {d.query('metrics')}")
+            promtool_check(text)
+            got = metric(text, "thpd_process_folio_bytes", **labels)
+            tries.append(f"thpd {got / MIB:.2f} MiB, kernel counter {kernel / MIB:.2f} MiB")
+            if within(got, kernel, 0.02):
+                break
+        check(within(got, kernel, 0.02), f"thpd's 64K figure against the kernel's: {tries}")
         check(metric(text, "thpd_process_folio_bytes", size="2M", pid=w.pid) == 0,
               "2 MiB folios reported with 2 MiB never")
         check(metric(text, "thpd_rule_folio_bytes", rule="s", size="64K") == got,
@@ -718,7 +729,7 @@ def case_sizes(args, tmp):
               f"status.json differs: {proc}")
         check(st["daemon"]["folio_source"] == "kpageflags", f"source {st['daemon']}")
         d.stop()
-        print(f"64K: thpd {got / MIB:.2f} MiB, kernel anon_fault_alloc delta {kernel / MIB:.2f} MiB, "
+        print(f"64K (try {len(tries)}): {'; '.join(tries)} (anon_fault_alloc delta x 64 KiB), "
               f"smaps AnonHugePages 0")
         # Without the frame numbers: one notice, no per-size series.
         dn.start()
