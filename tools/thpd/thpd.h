@@ -129,7 +129,8 @@ struct thpd_proc {
 	bool sizes_known;		/* folio_* below were read (source kpageflags) */
 	bool sizes_due;			/* memory moved since: read them when the budget allows */
 	bool catching_up;		/* the last collapse left extents over budget */
-	uint64_t folio_base, folio_bytes[THP_PROBE_MAX_SIZES]; /* by thpd_state.sizes[] */
+	/* Anonymous bytes in base pages and by thpd_state.sizes[]. */
+	uint64_t folio_base, folio_bytes[THP_PROBE_MAX_SIZES];
 	uint64_t collapses;
 	uint64_t next_try; /* pass number before which no collapse is tried */
 	unsigned backoff;
