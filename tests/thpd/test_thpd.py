@@ -731,6 +731,22 @@ def case_sizes(args, tmp):
         d.stop()
         print(f"64K (try {len(tries)}): {'; '.join(tries)} (anon_fault_alloc delta x 64 KiB), "
               f"smaps AnonHugePages 0")
+        # Under a huge rule: sizes wait while a process has something to
+        # collapse, but with 2 MiB never the pass keeps the 64 KiB folios and
+        # backs off, so they are read all the same.
+        dh = Daemon(args, tmp, f"[rule h]\nexe = {exe}\npolicy = huge\n", name="thpd-hugerule")
+        try:
+            dh.start()
+            hl = dict(rule="h", pid=w.pid, comm="wl-sizes", size="64K")
+            text = wait_for(lambda: (t := dh.query("metrics")) and
+                            metric(t, "thpd_process_folio_bytes", **hl) is not None and t, 30)
+            check(text, "huge rule: the folio sizes were never read")
+            hgot = metric(text, "thpd_process_folio_bytes", **hl)
+            check(within(hgot, kernel, 0.02), f"huge rule: 64K {hgot} against the kernel's {kernel}")
+            check(region(w.pid, w.addr).get("AnonHugePages", -1) == 0,
+                  "huge rule: collapsed though 2 MiB is never")
+        finally:
+            dh.stop()
         # Without the frame numbers: one notice, no per-size series.
         dn.start()
         dn.wait_passes(3)

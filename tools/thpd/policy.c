@@ -428,10 +428,16 @@ static void take_sizes(struct thpd_state *st, struct thpd_proc *p, const struct 
 				p->folio_bytes[k] = q->sizes[i].bytes;
 }
 
-static void measure(struct thpd_state *st, struct thpd_proc *p)
+/*
+ * @collapsing: the process's rule is huge and acts on it.  Its folio sizes
+ * wait until nothing is left to collapse: the first collapses of new work
+ * (a process just matched, a rule just reloaded) come before a pagemap and
+ * kpageflags walk whose figures they are about to change.
+ */
+static void measure(struct thpd_state *st, struct thpd_proc *p, bool collapsing)
 {
 	uint64_t anon, huge;
-	bool requery;
+	bool requery, sizes_now;
 
 	/* A process whose figures stand still is read less often, up to
 	 * every MAX_MEASURE_GAP passes: smaps_rollup walks its page tables. */
@@ -463,12 +469,16 @@ static void measure(struct thpd_state *st, struct thpd_proc *p)
 	requery = p->anon_at_query == 0 || moved(anon, p->anon_at_query);
 	if (requery || (p->sizes_known && !p->catching_up && moved(huge, p->huge_at_query)))
 		p->sizes_due = true;
-	if (requery || (p->sizes_due && st->sizes_bucket_s > 0)) {
+	/* New, or a candidate of this pass (not backed off, something left). */
+	collapsing = collapsing && (p->anon_at_query == 0 ||
+				    (p->next_try <= st->passes && p->alignable >= huge + EXTENT));
+	sizes_now = p->sizes_due && st->sizes_bucket_s > 0 && !collapsing;
+	if (requery || sizes_now) {
 		THP_OPTS(thp_query_opts, q, .pidfd = p->pidfd);
 		uint64_t c0 = thpd_cpu_ns();
 		int ret;
 
-		if (p->sizes_due && st->sizes_bucket_s > 0)
+		if (sizes_now)
 			q.flags = THP_QUERY_F_FOLIO_SIZES;
 		ret = thp_query(&q);
 		if (q.flags) {
@@ -688,7 +698,7 @@ void thpd_pass(struct thpd_state *st)
 					inject(p, r);
 				p->inject_done = true;
 			}
-			measure(st, p);
+			measure(st, p, r->policy == THPD_HUGE && !p->skipped);
 			if (!(r->policy == THPD_HUGE && !p->skipped && p->alignable >= p->huge + EXTENT))
 				p->catching_up = false; /* nothing left: its sizes may be read again */
 			if (r->policy == THPD_HUGE && !p->skipped && p->next_try <= st->passes &&
