@@ -8,8 +8,9 @@
 # touched") and THPD_FILL_MIB (500 MiB a service by default, the issue's
 # case) come from /opt/libthp-vmtest/conf.  The rules give the catch-up a
 # whole core (catchup_budget = 100%): under TCG a collapse and the page
-# table walks around it cost ten times the host's, and at the default 25%
-# memcached's 500 MiB took about 36 s here (doc/performance.md).
+# table walks around it cost ten times the host's; at the default 25%
+# memcached's 500 MiB took 5.9 s here, too near the bound for a loaded CI
+# machine (doc/performance.md).
 
 # thpd's answer to REQUEST on its socket (perl: the image has no python3).
 thpd_ask() { # REQUEST
