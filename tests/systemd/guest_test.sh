@@ -428,6 +428,8 @@ phase_go() {
 
 # thpd.service (tests/systemd/thpd_test.sh): phase_thpd.
 . /opt/libthp-vmtest/thpd_test.sh
+# The soak (tests/systemd/soak_test.sh): phase_soak, only when PHASES names it.
+. /opt/libthp-vmtest/soak_test.sh
 
 RELOAD_PLAIN=
 for phase in ${PHASES:-plain prefix_only exec agent memcached recipe example go thpd}; do

@@ -37,7 +37,7 @@ echo "image: $image ($(($(date +%s) - t)) s to build or find)"
 work=$(mktemp -d "${build_dir%/}/systemd-guest.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/payload/opt/libthp-vmtest"
-cp "$here/guest_test.sh" "$here/thpd_test.sh" "$work/payload/opt/libthp-vmtest/" || exit 1
+cp "$here/guest_test.sh" "$here/thpd_test.sh" "$here/soak_test.sh" "$work/payload/opt/libthp-vmtest/" || exit 1
 # LIBTHP_DEBS (a directory of .ci/package's output; .ci/run sets it): the
 # guest installs the project's packages with dpkg, as a user would, and
 # runs thpctl and the preload from where they put them.  Otherwise this
@@ -95,6 +95,8 @@ GO_WORKLOAD=/usr/local/libexec/libthp-vmtest/go_workload
 THPD=${thpd_dest:-}
 THPD_HUGE_SECONDS=${THP_SYSTEMD_THPD_HUGE_SECONDS:-10}
 THPD_FILL_MIB=${THP_SYSTEMD_THPD_FILL_MIB:-500}
+SOAK_SECONDS=${THP_SYSTEMD_SOAK_SECONDS:-1800}
+SOAK_WORKLOAD=/usr/local/libexec/libthp-vmtest/soak_workload
 CONF
 # A tar on a raw disk: the guest reads it from /dev/vdb (vmtest.service).
 tar -C "$work/payload" -cf "$work/payload.tar" --owner=0 --group=0 . || exit 1
@@ -107,8 +109,13 @@ for unit in systemd-update-utmp systemd-update-utmp-runlevel systemd-user-sessio
 	modprobe@dm_mod modprobe@fuse modprobe@loop modprobe@configfs; do
 	boot_args+=" systemd.mask=$unit.service"
 done
+# The soak phase runs for SOAK_SECONDS on top of the boot and its setup.
+qemu_timeout=900
+case " ${phases:-${THP_SYSTEMD_PHASES:-}} " in
+*" soak "*) qemu_timeout=$((900 + ${THP_SYSTEMD_SOAK_SECONDS:-1800})) ;;
+esac
 start=$(date +%s)
-timeout "${THP_SYSTEMD_TIMEOUT:-900}" qemu-system-x86_64 -accel tcg -nographic -m 4G -smp 2 \
+timeout "${THP_SYSTEMD_TIMEOUT:-$qemu_timeout}" qemu-system-x86_64 -accel tcg -nographic -m 4G -smp 2 \
 	-kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
 	-append "root=/dev/vda rw console=ttyS0 quiet loglevel=3 panic=-1 systemd.show_status=0 $boot_args" \
 	-drive "file=$image/rootfs.img,if=virtio,format=raw" \

@@ -731,6 +731,15 @@ void thpd_pass(struct thpd_state *st)
 			st->catchup = true;
 			continue;
 		}
+		/* The check at first sight is not enough: an exec keeps the PID
+		 * and its start time, so a matched process that has exec'd a
+		 * setuid program since looks the same to the /proc walk. */
+		if (!r->setuid && is_secure_exec(p->pid)) {
+			p->skipped = true;
+			thpd_log(LOG_INFO, "process %d (%s): a setuid/setgid program since an exec, left alone (rule %s)",
+				 (int)p->pid, p->comm, r->name);
+			continue;
+		}
 		collapse(st, p, r);
 	}
 	free(cand);
