@@ -134,7 +134,8 @@ int main(int argc, char **argv)
 				"soak_workload: MISMATCH: %zu words differ in round %llu, first at byte %zu "
 				"(extent %zu): 0x%016llx, want 0x%016llx\n",
 				bad, (unsigned long long)rounds, first * sizeof(uint64_t),
-				first / WORDS_PER_EXTENT, (unsigned long long)got, (unsigned long long)want);
+				(size_t)(first / WORDS_PER_EXTENT), (unsigned long long)got,
+				(unsigned long long)want);
 			return 3;
 		}
 		if (last)
