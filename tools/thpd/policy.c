@@ -9,12 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <elf.h>
 #include <syslog.h>
 
 #include <thp/thp.h>
@@ -195,33 +193,6 @@ static int open_pidfd(pid_t pid)
 	return fd;
 }
 
-/* 1: a setuid/setgid (or file-capability) program, by AT_SECURE or the exe's mode. */
-static int is_secure_exec(pid_t pid)
-{
-	char path[64];
-	uint64_t aux[512];
-	struct stat sb;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	if (stat(path, &sb) == 0 && (sb.st_mode & (S_ISUID | S_ISGID)))
-		return 1;
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 1; /* cannot tell: treat as secure, touch nothing */
-	n = read(fd, aux, sizeof(aux));
-	close(fd);
-	for (ssize_t i = 0; i + 1 < n / (ssize_t)sizeof(uint64_t); i += 2) {
-		if (aux[i] == AT_SECURE)
-			return aux[i + 1] != 0;
-		if (aux[i] == AT_NULL)
-			break;
-	}
-	return 0;
-}
-
 int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge)
 {
 	char path[64], buf[4096];
@@ -355,48 +326,6 @@ void thpd_consider(struct thpd_state *st, pid_t pid)
 		st->early = true;
 }
 
-static void check_skip(struct thpd_state *st, struct thpd_proc *p, const struct thpd_rule *r)
-{
-	if (!r->setuid && is_secure_exec(p->pid)) {
-		p->skipped = true;
-		thpd_log(LOG_INFO, "process %d (%s): a setuid/setgid program, left alone (rule %s)",
-			 (int)p->pid, p->comm, r->name);
-		return;
-	}
-	if (r->policy == THPD_HUGE && !r->override_own) {
-		THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd);
-		int ret = thp_get_default(&o);
-
-		/*
-		 * NEVER shows from outside; a nohuge default (6.18's
-		 * EXCEPT_ADVISED) does not, and MADV_COLLAPSE from outside
-		 * ignores it: where the kernel has it, the process is asked
-		 * once, through the inject backend.
-		 */
-		if (ret == -EOPNOTSUPP && st->nohuge_hidden) {
-			o.backend = THP_BACKEND_INJECT;
-			ret = thp_get_default(&o);
-			if (ret < 0 && ret != -ESRCH) {
-				p->skipped = true;
-				thpd_log(LOG_INFO,
-					 "process %d (%s): cannot tell whether its own policy is "
-					 "nohuge (%s: %s), left alone (rule %s; override_own_policy = "
-					 "yes acts anyway)",
-					 (int)p->pid, p->comm, thp_strerror(ret), thp_strerror_detail(),
-					 r->name);
-				return;
-			}
-		}
-		if (ret == 0 && (o.policy == THP_POLICY_NEVER || o.policy == THP_POLICY_NOHUGE)) {
-			p->skipped = true;
-			thpd_log(LOG_INFO, "process %d (%s): its own policy is %s, left alone (rule %s)",
-				 (int)p->pid, p->comm,
-				 o.policy == THP_POLICY_NEVER ? "never" : "nohuge", r->name);
-		}
-	}
-}
-
-/* @now is more than 1% + one extent away from @then. */
 static bool moved(uint64_t now, uint64_t then)
 {
 	return now > then + then / 100 + EXTENT || now + then / 100 + EXTENT < then;
@@ -498,26 +427,6 @@ static void measure(struct thpd_state *st, struct thpd_proc *p, bool collapsing)
 			p->next_try = 0;
 		}
 	}
-}
-
-static void inject(struct thpd_proc *p, const struct thpd_rule *r)
-{
-	static const uint32_t pol[] = { [THPD_NEVER] = THP_POLICY_NEVER,
-					[THPD_NOHUGE] = THP_POLICY_NOHUGE,
-					[THPD_SYSTEM] = THP_POLICY_SYSTEM };
-	THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd, .policy = pol[r->policy],
-		 .backend = THP_BACKEND_INJECT);
-	int ret = thp_set_default(&o);
-
-	p->inject_done = true;
-	if (ret < 0)
-		thpd_log(LOG_WARNING, "process %d (%s): rule %s: policy %s not set: %s: %s",
-			 (int)p->pid, p->comm, r->name, thpd_policy_name(r->policy), thp_strerror(ret),
-			 thp_strerror_detail());
-	else
-		thpd_log(LOG_INFO, "process %d (%s): rule %s: policy %s set (%llu mappings advised)",
-			 (int)p->pid, p->comm, r->name, thpd_policy_name(r->policy),
-			 (unsigned long long)o.mappings_changed);
 }
 
 static int by_gain(const void *a, const void *b)
@@ -693,9 +602,9 @@ void thpd_pass(struct thpd_state *st)
 			if (r->policy == THPD_IGNORE)
 				continue;
 			if (!p->inject_done && !p->skipped && (r->policy == THPD_HUGE || r->inject)) {
-				check_skip(st, p, r);
+				thpd_check_skip(st, p, r);
 				if (!p->skipped && r->inject)
-					inject(p, r);
+					thpd_inject(p, r);
 				p->inject_done = true;
 			}
 			measure(st, p, r->policy == THPD_HUGE && !p->skipped);
@@ -734,7 +643,7 @@ void thpd_pass(struct thpd_state *st)
 		/* The check at first sight is not enough: an exec keeps the PID
 		 * and its start time, so a matched process that has exec'd a
 		 * setuid program since looks the same to the /proc walk. */
-		if (!r->setuid && is_secure_exec(p->pid)) {
+		if (!r->setuid && thpd_is_secure_exec(p->pid)) {
 			p->skipped = true;
 			thpd_log(LOG_INFO, "process %d (%s): a setuid/setgid program since an exec, left alone (rule %s)",
 				 (int)p->pid, p->comm, r->name);

@@ -191,6 +191,14 @@ const char *thpd_size_label(uint64_t size, char *buf, size_t len);
 /* smaps_rollup: Anonymous and AnonHugePages of PID in bytes. */
 int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge);
 
+/* own_policy.c */
+/* 1: a setuid/setgid (or file-capability) program, or cannot tell; 0 not. */
+int thpd_is_secure_exec(pid_t pid);
+/* Once per process and rule: mark it skipped if a rule must leave it alone. */
+void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, const struct thpd_rule *r);
+/* Set the rule's never/nohuge/system policy in the process (enforce = inject). */
+void thpd_inject(struct thpd_proc *p, const struct thpd_rule *r);
+
 /* server.c */
 struct thpd_server;
 struct thpd_server *thpd_server_open(const char *sock_path, const char *listen, char **err);
