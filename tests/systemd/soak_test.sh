@@ -67,11 +67,7 @@ phase_soak() {
 		return
 	fi
 	since=$(t0)
-	if ! ls /opt/libthp-vmtest/debs/thpd_*.deb >/dev/null 2>&1; then
-		[ -e /etc/thpd.conf ] || cp /opt/libthp-vmtest/thpd.conf /etc/thpd.conf
-		systemctl daemon-reload
-		systemctl enable --now thpd.service >/dev/null 2>&1
-	fi
+	thpd_service_up
 	check soak_thpd_active "ActiveState $(systemctl show -P ActiveState thpd.service)" \
 		test "$(systemctl show -P ActiveState thpd.service)" = active
 	install -o root -g root -m 4755 "$SOAK_WORKLOAD" "$SOAK_SUID"

@@ -95,6 +95,17 @@ steady_fds() { # PID
 	echo "$min"
 }
 
+# thpd.service running: installed by the package (enabled and started by
+# its postinst), or from the build tree as a unit of the administrator's.
+# Also the soak phase's start (soak_test.sh).
+thpd_service_up() {
+	if ! ls /opt/libthp-vmtest/debs/thpd_*.deb >/dev/null 2>&1; then
+		[ -e /etc/thpd.conf ] || cp /opt/libthp-vmtest/thpd.conf /etc/thpd.conf
+		systemctl daemon-reload
+		systemctl enable --now thpd.service >/dev/null 2>&1
+	fi
+}
+
 phase_thpd() {
 	local since main nr pid rpid mpid npid upid t state bound=${THPD_HUGE_SECONDS:-10}
 	if [ -z "${THPD:-}" ] || [ ! -x "$THPD" ]; then
@@ -102,13 +113,7 @@ phase_thpd() {
 		return
 	fi
 	since=$(t0)
-	# Installed by the package (enabled and started by its postinst), or
-	# from the build tree as a unit of the administrator's.
-	if ! ls /opt/libthp-vmtest/debs/thpd_*.deb >/dev/null 2>&1; then
-		[ -e /etc/thpd.conf ] || cp /opt/libthp-vmtest/thpd.conf /etc/thpd.conf
-		systemctl daemon-reload
-		systemctl enable --now thpd.service >/dev/null 2>&1
-	fi
+	thpd_service_up
 	info "thpd: [$(date +%T)] $(systemctl show -p UnitFileState -p ActiveState -p MainPID -p FragmentPath thpd.service | tr '\n' ' ')"
 	check thpd_enabled "UnitFileState $(systemctl show -P UnitFileState thpd.service)" \
 		test "$(systemctl show -P UnitFileState thpd.service)" = enabled
