@@ -24,6 +24,7 @@
 #include "default.h"
 #include "inject_vdso.h"
 #include "inject_access.h"
+#include "inject_session.h"
 #include "internal.h"
 #include "seccomp_filter.h"
 #include "syscall.h"
@@ -41,18 +42,6 @@
 #define INJECT_RETRIES 64
 #define CAP_SYS_ADMIN_ 21
 
-struct inject_session {
-	const struct thp_target *t;
-	pid_t tid;
-	unsigned long syscall_ip;     /* a 0f 05 in the target's vDSO */
-	struct user_regs_struct saved; /* what the thread resumes with */
-	bool seized;
-	bool stopped;
-	bool own_child;                /* the caller is its parent: never reap it */
-	unsigned int calls;            /* injected calls started: could any have run? */
-	bool filtered;                 /* seccomp filter mode: each call is vetted by sf */
-	struct sf_filters sf;
-};
 
 /* A field of /proc/PID/task/TID/status: a number, or State's letter. */
 static int status_field(pid_t pid, pid_t tid, const char *key, long *val)
@@ -309,7 +298,7 @@ static int find_syscall_ip(struct inject_session *s)
 	return err;
 }
 
-static int inject_begin(struct inject_session *s, const struct thp_target *t)
+int inject_begin(struct inject_session *s, const struct thp_target *t)
 {
 	long v = 0;
 	int err;
@@ -400,7 +389,7 @@ static const char *call_name(long nr, unsigned long a1, unsigned long a3, char *
  * thread of the target after that look, before the call, is not seen:
  * the kernel offers no way to hold a process's filters still.
  */
-static int inject_vet(struct inject_session *s, bool probe, long nr, unsigned long a1,
+int inject_vet(struct inject_session *s, bool probe, long nr, unsigned long a1,
 		      unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5)
 {
 	char what[48];
@@ -456,7 +445,7 @@ static int inject_end(struct inject_session *s)
  * Run one system call as the stopped thread.  Returns its result (-errno
  * as the kernel's), or sets *err (-ESRCH: the target went away).
  */
-static long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigned long a2,
+long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigned long a2,
 			   unsigned long a3, unsigned long a4, unsigned long a5, int *err)
 {
 	*err = inject_vet(s, true, nr, a1, a2, a3, a4, a5);
@@ -547,7 +536,7 @@ static void report_gone(pid_t pid, bool maybe_done)
  * End the session whatever happened in it, and fold a target that went away
  * (during a call or at the end) into -ESRCH: the error the call returns.
  */
-static int inject_finish(struct inject_session *s, const struct thp_target *t, int err)
+int inject_finish(struct inject_session *s, const struct thp_target *t, int err)
 {
 	if (inject_end(s) && !err)
 		err = -ESRCH;
@@ -618,101 +607,6 @@ const struct thp_backend_ops backend_inject_ops = {
 	.apply_vec = inject_apply_vec,
 };
 
-int inject_set_default(struct thp_default_opts *o, const struct thp_target *t)
-{
-	const struct thp_caps *c = caps_get_prctl();
-	struct inject_session s;
-	unsigned long flags = 0;
-	long prev = -1, r = 0, got = -1;
-	int err;
-
-	if (o->policy == THP_POLICY_HUGE) {
-		report_set_detail("HUGE cannot be made the default of another process on this "
-				  "kernel: no call the process could make keeps MADV_HUGEPAGE for "
-				  "new mappings; start it under thpctl run --policy huge, or advise "
-				  "its mappings with thp_apply_all() through the inject backend");
-		return -EOPNOTSUPP;
-	}
-	if (o->policy == THP_POLICY_NOHUGE) {
-		if (!c->thp_disable_except_advised) {
-			report_set_detail("NOHUGE needs PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18)");
-			return -EOPNOTSUPP;
-		}
-		flags = PR_THP_DISABLE_EXCEPT_ADVISED;
-	}
-	err = inject_begin(&s, t);
-	/* Every call of the policy vetted before the first runs; the way back once prev is known. */
-	if (!err)
-		err = inject_vet(&s, false, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0);
-	if (!err)
-		err = inject_vet(&s, false, SYS_prctl, PR_SET_THP_DISABLE, 0, 0, 0, 0);
-	if (!err && o->policy != THP_POLICY_SYSTEM)
-		err = inject_vet(&s, false, SYS_prctl, PR_SET_THP_DISABLE, 1, flags, 0, 0);
-	if (!err)
-		prev = inject_syscall(&s, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, &err);
-	if (!err && prev > 0)
-		err = inject_vet(&s, false, SYS_prctl, PR_SET_THP_DISABLE, 1,
-				 (unsigned long)prev & PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0);
-	/* Clear first: one disable mode is not set over the other. */
-	if (!err)
-		r = inject_syscall(&s, SYS_prctl, PR_SET_THP_DISABLE, 0, 0, 0, 0, &err);
-	if (!err && !r && o->policy != THP_POLICY_SYSTEM)
-		r = inject_syscall(&s, SYS_prctl, PR_SET_THP_DISABLE, 1, flags, 0, 0, &err);
-	if (!err && !r)
-		got = inject_syscall(&s, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, &err);
-	if (!err && (r < 0 || got < 0 ||
-		     (o->policy == THP_POLICY_SYSTEM ? got != 0 : !(got & 1)) ||
-		     (o->policy == THP_POLICY_NOHUGE && !(got & PR_THP_DISABLE_EXCEPT_ADVISED)))) {
-		/* Leave it as it was. */
-		if (prev >= 0) {
-			int err2 = 0;
-
-			inject_syscall(&s, SYS_prctl, PR_SET_THP_DISABLE, 0, 0, 0, 0, &err2);
-			if (!err2 && prev)
-				inject_syscall(&s, SYS_prctl, PR_SET_THP_DISABLE, 1,
-					       (unsigned long)prev & PR_THP_DISABLE_EXCEPT_ADVISED,
-					       0, 0, &err2);
-		}
-		report_set_detail("process %d: prctl(PR_SET_THP_DISABLE) %s", (int)t->pid,
-				  r < 0 ? strerror((int)-r) : "is not shown by PR_GET_THP_DISABLE");
-		err = r < 0 ? (int)r : -EIO;
-	}
-	err = inject_finish(&s, t, err);
-	if (err)
-		return err;
-	o->backend_used = THP_BACKEND_INJECT;
-	o->persistent = true;
-	o->mappings_changed = 0;
-	return 0;
-}
-
-int inject_get_default(struct thp_default_opts *o, const struct thp_target *t)
-{
-	struct inject_session s;
-	long r = -1;
-	int err;
-
-	err = inject_begin(&s, t);
-	if (!err)
-		err = inject_vet(&s, false, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0);
-	if (!err)
-		r = inject_syscall(&s, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, &err);
-	if (!err && r < 0) {
-		report_set_detail("process %d: prctl(PR_GET_THP_DISABLE): %s", (int)t->pid,
-				  strerror((int)-r));
-		err = (int)r;
-	}
-	err = inject_finish(&s, t, err);
-	if (err)
-		return err;
-	o->policy = r == 0 ? THP_POLICY_SYSTEM
-		    : (r & PR_THP_DISABLE_EXCEPT_ADVISED) ? THP_POLICY_NOHUGE
-							  : THP_POLICY_NEVER;
-	o->backend_used = THP_BACKEND_INJECT;
-	o->persistent = true;
-	return 0;
-}
-
 #else /* !__x86_64__ */
 
 static int inject_can_apply(const struct thp_caps *c, const struct thp_target *t, int advice)
@@ -740,18 +634,5 @@ const struct thp_backend_ops backend_inject_ops = {
 	.can_apply = inject_can_apply,
 	.apply_vec = inject_apply_vec,
 };
-
-int inject_set_default(struct thp_default_opts *o, const struct thp_target *t)
-{
-	(void)o;
-	(void)t;
-	report_set_detail("the inject backend supports x86_64 only");
-	return -EOPNOTSUPP;
-}
-
-int inject_get_default(struct thp_default_opts *o, const struct thp_target *t)
-{
-	return inject_set_default(o, t);
-}
 
 #endif

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Another process's default policy, set or read by that process itself:
+ * PR_SET_THP_DISABLE / PR_GET_THP_DISABLE run through an inject session
+ * (backend_inject.c).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include "compat.h"
+#include "default.h"
+#include "inject_session.h"
+#include "internal.h"
+
+#if defined(__x86_64__)
+
+int inject_set_default(struct thp_default_opts *o, const struct thp_target *t)
+{
+	const struct thp_caps *c = caps_get_prctl();
+	struct inject_session s;
+	unsigned long flags = 0;
+	long prev = -1, r = 0, got = -1;
+	int err;
+
+	if (o->policy == THP_POLICY_HUGE) {
+		report_set_detail("HUGE cannot be made the default of another process on this "
+				  "kernel: no call the process could make keeps MADV_HUGEPAGE for "
+				  "new mappings; start it under thpctl run --policy huge, or advise "
+				  "its mappings with thp_apply_all() through the inject backend");
+		return -EOPNOTSUPP;
+	}
+	if (o->policy == THP_POLICY_NOHUGE) {
+		if (!c->thp_disable_except_advised) {
+			report_set_detail("NOHUGE needs PR_THP_DISABLE_EXCEPT_ADVISED (Linux 6.18)");
+			return -EOPNOTSUPP;
+		}
+		flags = PR_THP_DISABLE_EXCEPT_ADVISED;
+	}
+	err = inject_begin(&s, t);
+	/* Every call of the policy vetted before the first runs; the way back once prev is known. */
+	if (!err)
+		err = inject_vet(&s, false, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	if (!err)
+		err = inject_vet(&s, false, SYS_prctl, PR_SET_THP_DISABLE, 0, 0, 0, 0);
+	if (!err && o->policy != THP_POLICY_SYSTEM)
+		err = inject_vet(&s, false, SYS_prctl, PR_SET_THP_DISABLE, 1, flags, 0, 0);
+	if (!err)
+		prev = inject_syscall(&s, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, &err);
+	if (!err && prev > 0)
+		err = inject_vet(&s, false, SYS_prctl, PR_SET_THP_DISABLE, 1,
+				 (unsigned long)prev & PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0);
+	/* Clear first: one disable mode is not set over the other. */
+	if (!err)
+		r = inject_syscall(&s, SYS_prctl, PR_SET_THP_DISABLE, 0, 0, 0, 0, &err);
+	if (!err && !r && o->policy != THP_POLICY_SYSTEM)
+		r = inject_syscall(&s, SYS_prctl, PR_SET_THP_DISABLE, 1, flags, 0, 0, &err);
+	if (!err && !r)
+		got = inject_syscall(&s, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, &err);
+	if (!err && (r < 0 || got < 0 ||
+		     (o->policy == THP_POLICY_SYSTEM ? got != 0 : !(got & 1)) ||
+		     (o->policy == THP_POLICY_NOHUGE && !(got & PR_THP_DISABLE_EXCEPT_ADVISED)))) {
+		/* Leave it as it was. */
+		if (prev >= 0) {
+			int err2 = 0;
+
+			inject_syscall(&s, SYS_prctl, PR_SET_THP_DISABLE, 0, 0, 0, 0, &err2);
+			if (!err2 && prev)
+				inject_syscall(&s, SYS_prctl, PR_SET_THP_DISABLE, 1,
+					       (unsigned long)prev & PR_THP_DISABLE_EXCEPT_ADVISED,
+					       0, 0, &err2);
+		}
+		report_set_detail("process %d: prctl(PR_SET_THP_DISABLE) %s", (int)t->pid,
+				  r < 0 ? strerror((int)-r) : "is not shown by PR_GET_THP_DISABLE");
+		err = r < 0 ? (int)r : -EIO;
+	}
+	err = inject_finish(&s, t, err);
+	if (err)
+		return err;
+	o->backend_used = THP_BACKEND_INJECT;
+	o->persistent = true;
+	o->mappings_changed = 0;
+	return 0;
+}
+
+int inject_get_default(struct thp_default_opts *o, const struct thp_target *t)
+{
+	struct inject_session s;
+	long r = -1;
+	int err;
+
+	err = inject_begin(&s, t);
+	if (!err)
+		err = inject_vet(&s, false, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0);
+	if (!err)
+		r = inject_syscall(&s, SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, &err);
+	if (!err && r < 0) {
+		report_set_detail("process %d: prctl(PR_GET_THP_DISABLE): %s", (int)t->pid,
+				  strerror((int)-r));
+		err = (int)r;
+	}
+	err = inject_finish(&s, t, err);
+	if (err)
+		return err;
+	o->policy = r == 0				  ? THP_POLICY_SYSTEM
+		    : (r & PR_THP_DISABLE_EXCEPT_ADVISED) ? THP_POLICY_NOHUGE
+							  : THP_POLICY_NEVER;
+	o->backend_used = THP_BACKEND_INJECT;
+	o->persistent = true;
+	return 0;
+}
+
+#else /* !__x86_64__ */
+
+int inject_set_default(struct thp_default_opts *o, const struct thp_target *t)
+{
+	(void)o;
+	(void)t;
+	report_set_detail("the inject backend supports x86_64 only");
+	return -EOPNOTSUPP;
+}
+
+int inject_get_default(struct thp_default_opts *o, const struct thp_target *t)
+{
+	return inject_set_default(o, t);
+}
+
+#endif

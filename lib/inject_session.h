@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The inject backend's session (backend_inject.c), for the calls built on it. */
+#ifndef THP_INJECT_SESSION_H
+#define THP_INJECT_SESSION_H
+
+#if defined(__x86_64__)
+#include <stdbool.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "internal.h"
+#include "seccomp_filter.h"
+
+struct inject_session {
+	const struct thp_target *t;
+	pid_t tid;
+	unsigned long syscall_ip;      /* a 0f 05 in the target's vDSO */
+	struct user_regs_struct saved; /* what the thread resumes with */
+	bool seized;
+	bool stopped;
+	bool own_child;	    /* the caller is its parent: never reap it */
+	unsigned int calls; /* injected calls started: could any have run? */
+	bool filtered;	    /* seccomp filter mode: each call is vetted by sf */
+	struct sf_filters sf;
+};
+
+/* Seize and stop a thread of @t; 0 or -errno with a detail. */
+int inject_begin(struct inject_session *s, const struct thp_target *t);
+/* 0 when @t's seccomp filters let the call through (@probe: look for new ones first). */
+int inject_vet(struct inject_session *s, bool probe, long nr, unsigned long a1, unsigned long a2,
+	       unsigned long a3, unsigned long a4, unsigned long a5);
+/* Run one call as the stopped thread: its result, or *err (-ESRCH: gone). */
+long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigned long a2,
+		    unsigned long a3, unsigned long a4, unsigned long a5, int *err);
+/* End the session whatever happened; a target gone folds into -ESRCH. */
+int inject_finish(struct inject_session *s, const struct thp_target *t, int err);
+#endif
+
+#endif /* THP_INJECT_SESSION_H */
