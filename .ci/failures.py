@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Print the tests that did not pass in the given meson testlog*.json files,
 each with its result, exit code, environment that varies per run
-(MALLOC_PERTURB_) and the end of its output.
+(MALLOC_PERTURB_), every line of its output that reports a failed check
+(a test's own output may be too long for its tail to reach the failure),
+and the end of its output.
 
 .ci/run calls this last, so that the tail of a CI log, which may be all a
 reader gets to see, names every failure and shows why, whichever phase it
@@ -15,6 +17,12 @@ import sys
 
 # CI allows no skips: a SKIP is listed like a failure.
 PASSING = {"OK", "EXPECTEDFAIL"}
+
+# How the project's tests report a failed check: Check ("...:F:..."),
+# the VM and systemd guests ("VMTEST FAIL"), TAP-like and script tests.
+FAILED_CHECK_MARKERS = (":F:", ":E:", "VMTEST FAIL", "FAIL:", "FAIL ",
+                        "not ok", "AddressSanitizer", "runtime error:")
+MAX_CHECK_LINES = 40
 
 
 def main(argv):
@@ -47,7 +55,16 @@ def main(argv):
                       f"MALLOC_PERTURB_={env.get('MALLOC_PERTURB_', '-')}) "
                       f"in {path}")
                 out = (test.get("stdout") or "") + (test.get("stderr") or "")
-                for line in out.rstrip("\n").split("\n")[-lines:]:
+                out_lines = out.rstrip("\n").split("\n")
+                checks = [line for line in out_lines[:-lines]
+                          if any(m in line for m in FAILED_CHECK_MARKERS)]
+                if checks:
+                    print(f"  failed checks before the tail "
+                          f"({len(checks)}, at most {MAX_CHECK_LINES} shown):")
+                    for line in checks[:MAX_CHECK_LINES]:
+                        print(f"    {line}")
+                    print("  the tail:")
+                for line in out_lines[-lines:]:
                     print(f"    {line}")
     if found:
         print(f"{found} test run(s) did not pass (above).")
