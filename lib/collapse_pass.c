@@ -156,32 +156,52 @@ static int add_span(struct pass *p, uint64_t start, uint64_t end)
 	return 0;
 }
 
-/*
- * Step 1.  The spans are collected before anything is collapsed: smaps is
- * read in pieces at file offsets, and collapsing changes its text.
- * @spans false: only sum AnonHugePages (after the pass).
- */
-static int read_smaps(struct pass *p, bool spans, uint64_t *anon_huge)
+/* What a reading of smaps is for. */
+enum smaps_use {
+	/* Step 1: collect the spans and count the mappings (before anything is
+	 * collapsed: smaps is read in pieces at file offsets, and collapsing
+	 * changes its text). */
+	SMAPS_COLLECT_SPANS,
+	/* AnonHugePages of the whole process (before and after the pass). */
+	SMAPS_SUM_ALL,
+	/* AnonHugePages of the mappings that hold the pass's spans only, so
+	 * that huge memory made elsewhere in the process meanwhile is not
+	 * credited to the pass. */
+	SMAPS_SUM_SPANS,
+};
+
+static int read_smaps(struct pass *p, enum smaps_use use, uint64_t *anon_huge)
 {
 	struct thp_collapse_opts *o = p->o;
 	struct smaps_reader sr;
 	struct thp_mapping_state m;
 	struct smaps_extra x;
+	size_t next_span = 0;
 	int r;
 
 	r = smaps_open(&sr, p->t, NULL, 0);
 	if (r == -EACCES || r == -EPERM)
 		return permission_error(p->t, "read the mappings");
 	if (r)
-		return r;
+		return r == -ENOENT ? -ESRCH : r;
 	*anon_huge = 0;
 	while ((r = smaps_next_x(&sr, &m, &x)) == 1) {
 		uint64_t start = (m.start + p->pmd - 1) & ~(p->pmd - 1);
 		uint64_t end = m.end & ~(p->pmd - 1);
 
-		*anon_huge += m.anon_huge_bytes;
-		if (!spans)
+		if (use == SMAPS_SUM_ALL) {
+			*anon_huge += m.anon_huge_bytes;
 			continue;
+		}
+		if (use == SMAPS_SUM_SPANS) {
+			/* Both in address order: skip the spans that end before this mapping. */
+			while (next_span < p->nr_spans && p->spans[next_span].end <= m.start)
+				next_span++;
+			if (next_span < p->nr_spans && p->spans[next_span].start < m.end)
+				*anon_huge += m.anon_huge_bytes;
+			continue;
+		}
+		*anon_huge += m.anon_huge_bytes;
 		o->mappings_seen++;
 		o->anon_bytes += x.anon_bytes;
 		if (!smaps_private_anon(&m, &x))
@@ -314,34 +334,6 @@ static void record_failure(struct pass *p, uint64_t addr, int error)
 }
 
 /*
- * AnonHugePages of the mappings that hold the pass's spans, now: only
- * those the pass collapses in, so that huge memory made elsewhere in the
- * process meanwhile is not credited to it.
- */
-static int spans_anon_huge(const struct pass *p, uint64_t *bytes)
-{
-	struct smaps_reader sr;
-	struct thp_mapping_state m;
-	struct smaps_extra x;
-	size_t i = 0;
-	int r;
-
-	r = smaps_open(&sr, p->t, NULL, 0);
-	if (r)
-		return r == -ENOENT ? -ESRCH : r;
-	*bytes = 0;
-	while ((r = smaps_next_x(&sr, &m, &x)) == 1) {
-		/* Both in address order: skip the spans that end before this mapping. */
-		while (i < p->nr_spans && p->spans[i].end <= m.start)
-			i++;
-		if (i < p->nr_spans && p->spans[i].start < m.end)
-			*bytes += m.anon_huge_bytes;
-	}
-	line_reader_close(&sr.lr);
-	return r < 0 ? r : 0;
-}
-
-/*
  * Credits the unproven extents with what their mappings' AnonHugePages
  * gained since they started: no more than were accepted, none for a loss
  * (the target freed huge memory meanwhile).  A huge page made meanwhile
@@ -356,7 +348,7 @@ static int settle_unproven(struct pass *p)
 
 	if (!p->unproven)
 		return 0;
-	r = spans_anon_huge(p, &now);
+	r = read_smaps(p, SMAPS_SUM_SPANS, &now);
 	if (r)
 		return r;
 	gained = now > p->huge_mark ? (now - p->huge_mark) / p->pmd : 0;
@@ -497,11 +489,11 @@ static int run_pass(struct pass *p)
 		return r;
 	if (r == 1) {
 		o->thp_disabled = 1;
-		r = read_smaps(p, false, &o->anon_huge_before);
+		r = read_smaps(p, SMAPS_SUM_ALL, &o->anon_huge_before);
 		o->anon_huge_after = o->anon_huge_before;
 		return r;
 	}
-	r = read_smaps(p, true, &o->anon_huge_before);
+	r = read_smaps(p, SMAPS_COLLECT_SPANS, &o->anon_huge_before);
 	if (r)
 		return r;
 	o->anon_huge_after = o->anon_huge_before;
@@ -533,7 +525,7 @@ static int run_pass(struct pass *p)
 		o->small_folio_bytes_after = p->small_before - p->small_collapsed;
 	}
 	if (o->extents_collapsed)
-		r = read_smaps(p, false, &o->anon_huge_after);
+		r = read_smaps(p, SMAPS_SUM_ALL, &o->anon_huge_after);
 	return r;
 }
 
