@@ -80,7 +80,9 @@ cp -L "$work/root/vmlinuz" "$work/out/vmlinuz"
 cp -L "$work/root/initrd.img" "$work/out/initrd.img"
 # Room for 500 MiB of redis data on tmpfs is not needed (it lives in RAM);
 # the disk has what the packages take plus some slack for the journal.
-mke2fs -q -t ext4 -L thp-guest -d "$work/root" "$work/out/rootfs.img" 2G
+# Even with -q, mke2fs says "Creating regular file" on stdout for a new
+# image file, and stdout is this script's answer: the image directory.
+mke2fs -q -t ext4 -L thp-guest -d "$work/root" "$work/out/rootfs.img" 2G >&2
 cat "$here/build_image.sh" "$here/vmtest.service" | sha256sum | cut -d' ' -f1 >"$work/out/recipe.sha256"
 cp "$work/mmdebstrap.log" "$work/out/"
 rm -rf "$dir"

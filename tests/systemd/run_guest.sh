@@ -24,12 +24,14 @@ skip() {
 }
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not found (bash .ci/deps)"
 t=$(date +%s)
+# Its last line of output is the image directory.
 image=$(bash "$here/build_image.sh")
 rc=$?
+image=${image##*$'\n'}
 if [ $rc = 77 ]; then
 	skip "the systemd guest's image cannot be built here (see above; bash .ci/deps as root)"
 elif [ $rc != 0 ] || [ ! -d "$image" ]; then
-	echo "build_image.sh failed (exit $rc)" >&2
+	echo "build_image.sh failed (exit $rc, answered \"$image\")" >&2
 	exit 1
 fi
 echo "image: $image ($(($(date +%s) - t)) s to build or find)"
