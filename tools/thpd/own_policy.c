@@ -85,7 +85,7 @@ void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, const struct th
 	}
 }
 
-/* @now is more than 1% + one extent away from @then. */
+/* A never/nohuge/system rule with enforce = inject: set it in the process, once. */
 void thpd_inject(struct thpd_proc *p, const struct thpd_rule *r)
 {
 	static const uint32_t pol[] = { [THPD_NEVER] = THP_POLICY_NEVER,

@@ -326,6 +326,7 @@ void thpd_consider(struct thpd_state *st, pid_t pid)
 		st->early = true;
 }
 
+/* @now is more than 1% + one extent away from @then. */
 static bool moved(uint64_t now, uint64_t then)
 {
 	return now > then + then / 100 + EXTENT || now + then / 100 + EXTENT < then;
