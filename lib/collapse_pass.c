@@ -15,6 +15,9 @@
  *    Where the caller can read folio sizes (kpageflags), each extent's
  *    pages are counted by folio size first: memory in smaller large folios
  *    is reported as such, and kept when the PMD size is set to never.
+ *    An extent whose pages are mostly mapped by another process too (a
+ *    fork's copy-on-write pages) is left alone, as khugepaged does:
+ *    collapsing would copy them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,9 +34,10 @@
 
 #define PM_PRESENT (1ULL << 63)
 #define PM_PFN_MASK ((1ULL << 55) - 1)
+#define PM_MMAP_EXCLUSIVE (1ULL << 56)
 #define SCAN_WINDOW 64 /* extents counted at a time (128 MiB) */
 
-_Static_assert(sizeof(struct thp_collapse_opts) == THP_COLLAPSE_OPTS_SIZE_VER1,
+_Static_assert(sizeof(struct thp_collapse_opts) == THP_COLLAPSE_OPTS_SIZE_VER2,
 	       "published size of struct thp_collapse_opts");
 
 /* The aligned part of an eligible mapping that holds non-huge anonymous memory. */
@@ -46,6 +50,7 @@ struct pass {
 	struct thp_target *t;
 	uint64_t pmd, page;
 	uint32_t min_present;
+	uint32_t max_shared; /* pages per PMD: no limit */
 	int pagemap_fd;     /* -1 until needed */
 	bool no_scan_ioctl; /* PAGEMAP_SCAN refused: read pagemap entries */
 	uint64_t t0;
@@ -84,14 +89,33 @@ static uint32_t default_min_present(uint32_t pages_per_pmd)
 	return none >= pages_per_pmd ? 1 : pages_per_pmd - (uint32_t)none;
 }
 
+/* khugepaged's limit on pages mapped by another process too (255 by default). */
+static uint32_t default_max_shared(uint32_t pages_per_pmd)
+{
+	char buf[32];
+	long n = sys_read_file("/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_shared",
+			       buf, sizeof(buf));
+	unsigned long shared;
+
+	if (n <= 0)
+		return pages_per_pmd / 2 - 1;
+	shared = strtoul(buf, NULL, 10);
+	return shared >= pages_per_pmd ? pages_per_pmd : (uint32_t)shared;
+}
+
 static int validate(struct thp_collapse_opts *o, uint32_t pages_per_pmd)
 {
 	int err = opts_check(o, sizeof(*o), THP_COLLAPSE_OPTS_SIZE_VER0);
 
 	if (err)
 		return err;
-	if (OPTS_HAS(o, reserved2) && o->reserved2) {
+	if ((OPTS_HAS(o, reserved2) && o->reserved2) || (OPTS_HAS(o, reserved3) && o->reserved3)) {
 		report_set_detail("reserved fields must be zero");
+		return -EINVAL;
+	}
+	if (OPTS_HAS(o, max_shared_pages) && o->max_shared_pages > pages_per_pmd) {
+		report_set_detail("max_shared_pages %u is above the %u pages of a huge page",
+				  o->max_shared_pages, pages_per_pmd);
 		return -EINVAL;
 	}
 	if (o->flags & ~(THP_COLLAPSE_F_PEER_ONLY | THP_COLLAPSE_F_CHECK_ONLY)) {
@@ -130,6 +154,8 @@ static void reset_results(struct thp_collapse_opts *o)
 		o->small_folio_bytes_before = o->small_folio_bytes_after = 0;
 		o->folio_source = THP_FOLIO_SOURCE_NONE;
 	}
+	if (OPTS_HAS(o, extents_shared))
+		o->extents_shared = 0;
 }
 
 static int permission_error(const struct thp_target *t, const char *what)
@@ -284,8 +310,10 @@ static int count_by_scan(struct pass *p, uint64_t start, uint64_t end, uint32_t 
 	return 0;
 }
 
-/* Fallback before 6.7: pagemap entries.  A PMD-mapped extent shows as 512 aligned PFNs. */
-static int count_by_read(struct pass *p, uint64_t start, uint64_t end, uint32_t *count)
+/* Fallback before 6.7: pagemap entries.  A PMD-mapped extent shows as 512 aligned PFNs.
+ * @shared: present pages not mapped by this process alone, per extent. */
+static int count_by_read(struct pass *p, uint64_t start, uint64_t end, uint32_t *count,
+			 uint32_t *shared)
 {
 	uint64_t entries[512];
 	size_t per = (size_t)(p->pmd / p->page);
@@ -295,7 +323,7 @@ static int count_by_read(struct pass *p, uint64_t start, uint64_t end, uint32_t 
 	for (uint64_t s = start; s < end; s += p->pmd) {
 		long n = sys_pread(p->pagemap_fd, entries, per * sizeof(entries[0]),
 				   (off_t)(s / p->page * sizeof(entries[0])));
-		uint32_t present = 0;
+		uint32_t present = 0, not_exclusive = 0;
 		uint64_t pfn0 = entries[0] & PM_PFN_MASK;
 		bool contiguous = pfn0 && pfn0 % per == 0;
 
@@ -303,6 +331,7 @@ static int count_by_read(struct pass *p, uint64_t start, uint64_t end, uint32_t 
 			return (int)n;
 		for (size_t i = 0; i < (size_t)n / sizeof(entries[0]); i++) {
 			present += !!(entries[i] & PM_PRESENT);
+			not_exclusive += (entries[i] & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) == PM_PRESENT;
 			/* No page of memory has frame 0: the kernel hid them. */
 			if ((entries[i] & PM_PRESENT) && !(entries[i] & PM_PFN_MASK))
 				p->pfns_hidden = true;
@@ -310,7 +339,30 @@ static int count_by_read(struct pass *p, uint64_t start, uint64_t end, uint32_t 
 				     (entries[i] & PM_PFN_MASK) == pfn0 + i;
 		}
 		count[(s - start) / p->pmd] = contiguous ? 0 : present;
+		shared[(s - start) / p->pmd] = not_exclusive;
 	}
+	return 0;
+}
+
+/* With PAGEMAP_SCAN: of @present resident pages (the zero page not among
+ * them) in the extent at @s, those not mapped by this process alone. */
+static int count_shared(struct pass *p, uint64_t s, uint32_t present, uint32_t *shared)
+{
+	uint64_t entries[512];
+	size_t per = (size_t)(p->pmd / p->page);
+	uint32_t exclusive = 0;
+	long n;
+
+	if (per > ARRAY_LEN(entries))
+		return -EOPNOTSUPP;
+	n = sys_pread(p->pagemap_fd, entries, per * sizeof(entries[0]),
+		      (off_t)(s / p->page * sizeof(entries[0])));
+	if (n < 0)
+		return (int)n;
+	for (size_t i = 0; i < (size_t)n / sizeof(entries[0]); i++)
+		exclusive += (entries[i] & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) ==
+			     (PM_PRESENT | PM_MMAP_EXCLUSIVE);
+	*shared = present > exclusive ? present - exclusive : 0;
 	return 0;
 }
 
@@ -374,7 +426,7 @@ static bool over_budget(const struct pass *p)
 static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 {
 	struct thp_collapse_opts *o = p->o;
-	uint32_t count[SCAN_WINDOW] = { 0 };
+	uint32_t count[SCAN_WINDOW] = { 0 }, shared[SCAN_WINDOW] = { 0 };
 	int r = -ENOTTY;
 
 	if (!p->no_scan_ioctl) {
@@ -386,7 +438,7 @@ static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 		}
 	}
 	if (p->no_scan_ioctl)
-		r = count_by_read(p, start, end, count);
+		r = count_by_read(p, start, end, count, shared);
 	if (r)
 		return r;
 	for (uint64_t s = start; s < end; s += p->pmd) {
@@ -400,6 +452,20 @@ static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 		if (present < p->min_present) {
 			o->extents_sparse++;
 			continue;
+		}
+		if (p->max_shared < present) {
+			uint32_t *sh = &shared[(s - start) / p->pmd];
+
+			if (!p->no_scan_ioctl) {
+				r = count_shared(p, s, present, sh);
+				if (r)
+					return r;
+			}
+			if (*sh > p->max_shared) {
+				if (OPTS_HAS(o, extents_shared))
+					o->extents_shared++;
+				continue;
+			}
 		}
 		if (p->folios) {
 			struct folio_counts fc;
@@ -591,6 +657,9 @@ THP_API int thp_collapse(struct thp_collapse_opts *opts)
 	p.page = c->page_size;
 	p.min_present = opts->min_present_pages ? opts->min_present_pages
 						: default_min_present(pages_per_pmd);
+	p.max_shared = OPTS_HAS(opts, max_shared_pages) && opts->max_shared_pages
+			       ? opts->max_shared_pages
+			       : default_max_shared(pages_per_pmd);
 	p.t0 = now_ns();
 	err = run_pass(&p);
 	opts->elapsed_ns = now_ns() - p.t0;

@@ -654,11 +654,26 @@ struct thp_collapse_opts {
 	uint64_t small_folio_bytes_after;
 	uint32_t folio_source;       /**< Out: enum thp_folio_source of the two figures above. */
 	uint32_t reserved2;          /**< Zero. */
+	/* Since 0.2 (THP_COLLAPSE_OPTS_SIZE_VER2): memory shared with another process. */
+	/**
+	 * Leave an extent alone when more than this many of its resident base
+	 * pages are mapped by another process too (a fork's copy-on-write
+	 * pages, until one side writes): collapsing copies them, and the
+	 * memory in use grows by the copy.  0: follow the kernel's
+	 * khugepaged/max_ptes_shared (255 by default); the pages per huge page
+	 * (512): no limit.
+	 */
+	uint32_t max_shared_pages;
+	uint32_t reserved3;          /**< Zero. */
+	/** Out: extents left alone: more shared pages than max_shared_pages. */
+	uint64_t extents_shared;
 };
 /** Size of the first published struct thp_collapse_opts. */
 #define THP_COLLAPSE_OPTS_SIZE_VER0 168
 /** Size of struct thp_collapse_opts with the small-folio figures (0.2). */
 #define THP_COLLAPSE_OPTS_SIZE_VER1 200
+/** Size of struct thp_collapse_opts with the shared-page limit (0.2). */
+#define THP_COLLAPSE_OPTS_SIZE_VER2 216
 
 /**
  * One collapse pass over a process: what khugepaged does, driven from user
@@ -681,9 +696,14 @@ struct thp_collapse_opts {
  * are not advised nohuge are touched, and nothing at all when THP is
  * disabled for the process (PR_SET_THP_DISABLE); file, shared memory,
  * special and nohuge mappings never are.  Of those mappings, the whole
- * 2 MiB-aligned extents that are not huge yet and hold at least
- * min_present_pages resident pages are collapsed, in address order, until
- * the budget is spent.  Collapsing does not change contents.  Extents that
+ * 2 MiB-aligned extents that are not huge yet, hold at least
+ * min_present_pages resident pages and no more than max_shared_pages pages
+ * mapped by another process too are collapsed, in address order, until
+ * the budget is spent.  The shared pages are told by pagemap's
+ * "exclusively mapped" bit; before 6.7 (no PAGEMAP_SCAN) pages of the
+ * shared zero page count as shared too.  A caller whose struct is shorter
+ * than THP_COLLAPSE_OPTS_SIZE_VER2 gets khugepaged's limit and no count.
+ * Collapsing does not change contents.  Extents that
  * vanish or change while the pass runs are reported as refused, not fatal.
  * Before 6.7 (no PAGEMAP_SCAN) a caller without CAP_SYS_ADMIN cannot tell a
  * huge extent from a small one, and the kernel accepts MADV_COLLAPSE on
@@ -792,7 +812,9 @@ THP_ASSERT_LAYOUT_(sizeof(struct thp_query_opts) == THP_QUERY_OPTS_SIZE_VER2 &&
 		   offsetof(struct thp_query_opts, states) == 32 &&
 		   offsetof(struct thp_query_opts, states_cap) == 40 &&
 		   offsetof(struct thp_query_opts, states_needed) == 48, "struct thp_query_opts layout");
-THP_ASSERT_LAYOUT_(sizeof(struct thp_collapse_opts) == THP_COLLAPSE_OPTS_SIZE_VER1 &&
+THP_ASSERT_LAYOUT_(sizeof(struct thp_collapse_opts) == THP_COLLAPSE_OPTS_SIZE_VER2 &&
+		   offsetof(struct thp_collapse_opts, max_shared_pages) ==
+			   THP_COLLAPSE_OPTS_SIZE_VER1 &&
 		   offsetof(struct thp_collapse_opts, extents_small_folios) ==
 			   THP_COLLAPSE_OPTS_SIZE_VER0 &&
 		   offsetof(struct thp_collapse_opts, budget_bytes) == 24 &&
