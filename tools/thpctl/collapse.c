@@ -26,6 +26,7 @@ int collapse_once(int pidfd, const struct collapse_settings *s, struct thp_colla
 	o->pidfd = pidfd;
 	o->flags = s->flags;
 	o->min_present_pages = s->min_present;
+	o->max_shared_pages = s->max_shared;
 	o->budget_bytes = s->budget_bytes;
 	o->budget_ns = s->budget_ns;
 	o->failures = fail;
@@ -90,12 +91,12 @@ void collapse_print_text(FILE *f, pid_t pid, const struct thp_collapse_opts *o,
 		return;
 	}
 	fprintf(f, "pid %d: collapsed %llu extents (%llu kB) in %.1f ms; AnonHugePages %llu -> "
-		"%llu kB of %llu kB anonymous; left: %llu sparse, %llu over budget, %llu refused; "
-		"%llu of %llu mappings eligible, %llu nohuge\n", (int)pid,
+		"%llu kB of %llu kB anonymous; left: %llu sparse, %llu shared, %llu over budget, "
+		"%llu refused; %llu of %llu mappings eligible, %llu nohuge\n", (int)pid,
 		(unsigned long long)o->extents_collapsed, kib(o->bytes_collapsed),
 		(double)o->elapsed_ns / 1e6, kib(o->anon_huge_before), kib(o->anon_huge_after),
 		kib(o->anon_bytes), (unsigned long long)o->extents_sparse,
-		(unsigned long long)o->extents_over_budget, (unsigned long long)o->extents_failed,
+		(unsigned long long)o->extents_shared, (unsigned long long)o->extents_over_budget, (unsigned long long)o->extents_failed,
 		(unsigned long long)o->mappings_eligible, (unsigned long long)o->mappings_seen,
 		(unsigned long long)o->mappings_nohuge);
 	/* MADV_COLLAPSE makes PMD-size folios only: say what the smaller ones held. */
@@ -135,6 +136,7 @@ static int print_json(pid_t pid, int ret, const struct thp_collapse_opts *o,
 		json_u64(&j, "mappings_nohuge", o->mappings_nohuge);
 		json_u64(&j, "extents_collapsed", o->extents_collapsed);
 		json_u64(&j, "extents_sparse", o->extents_sparse);
+		json_u64(&j, "extents_shared", o->extents_shared);
 		json_u64(&j, "extents_over_budget", o->extents_over_budget);
 		json_u64(&j, "extents_refused", o->extents_failed);
 		json_u64(&j, "bytes_collapsed", o->bytes_collapsed);
@@ -241,7 +243,8 @@ static int collapse_to_the_end(pid_t pid, int pidfd, const struct collapse_setti
 
 int thpctl_cmd_collapse(int argc, char **argv)
 {
-	enum { OPT_JSON = 256, OPT_WATCH, OPT_INTERVAL, OPT_BUDGET, OPT_TIME_BUDGET, OPT_MIN };
+	enum { OPT_JSON = 256, OPT_WATCH, OPT_INTERVAL, OPT_BUDGET, OPT_TIME_BUDGET, OPT_MIN,
+	       OPT_MAX_SHARED };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "watch", no_argument, NULL, OPT_WATCH },
@@ -249,6 +252,7 @@ int thpctl_cmd_collapse(int argc, char **argv)
 		{ "budget", required_argument, NULL, OPT_BUDGET },
 		{ "time-budget", required_argument, NULL, OPT_TIME_BUDGET },
 		{ "min-present", required_argument, NULL, OPT_MIN },
+		{ "max-shared", required_argument, NULL, OPT_MAX_SHARED },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -298,6 +302,12 @@ int thpctl_cmd_collapse(int argc, char **argv)
 				return thpctl_usage_error("collapse", "invalid --min-present '%s': %s",
 							  optarg, "expected 1..512 pages");
 			s.min_present = (uint32_t)v;
+			break;
+		case OPT_MAX_SHARED:
+			if (thpctl_parse_u64(optarg, &v, &why) || v < 1 || v > 512)
+				return thpctl_usage_error("collapse", "invalid --max-shared '%s': %s",
+							  optarg, "expected 1..512 pages");
+			s.max_shared = (uint32_t)v;
 			break;
 		case OPT_JSON:
 			json = true;

@@ -19,6 +19,7 @@ struct collapse_settings {
 	uint64_t budget_bytes;   /* per pass, 0: no limit */
 	uint64_t budget_ns;      /* per pass, 0: no limit */
 	uint32_t min_present;    /* 0: the kernel's max_ptes_none */
+	uint32_t max_shared;     /* 0: the kernel's max_ptes_shared */
 	uint32_t flags;          /* THP_COLLAPSE_F_* */
 };
 

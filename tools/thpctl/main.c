@@ -85,7 +85,8 @@ static const struct subcommand commands[] = {
 	  "Options may be given once each.\n" },
 	{ "collapse", thpctl_cmd_collapse, "collapse a running process's memory into huge pages",
 	  "Usage: thpctl collapse -p PID [--watch] [--interval S] [--budget SIZE]\n"
-	  "                       [--time-budget S] [--min-present N] [--json]\n"
+	  "                       [--time-budget S] [--min-present N] [--max-shared N]\n"
+	  "                       [--json]\n"
 	  "\n"
 	  "Collapse the private anonymous memory of a running process into huge pages\n"
 	  "with process_madvise(MADV_COLLAPSE), one 2 MiB extent at a time: extents\n"
@@ -101,6 +102,9 @@ static const struct subcommand commands[] = {
 	  "  --time-budget S     start no collapse after S seconds of a pass (default 0.25)\n"
 	  "  --min-present N     resident 4 KiB pages an extent needs (default: 512 minus\n"
 	  "                      khugepaged/max_ptes_none)\n"
+	  "  --max-shared N      leave an extent alone when more than N of its pages are\n"
+	  "                      shared with another process, as after a fork: collapsing\n"
+	  "                      would copy them (default: khugepaged/max_ptes_shared)\n"
 	  "  --json              machine-readable output, one document per pass\n"
 	  "  -h, --help          show this help\n"
 	  "\n"
