@@ -17,7 +17,8 @@
 
 #include "thpd.h"
 
-/* 1: a setuid/setgid (or file-capability) program, by AT_SECURE or the exe's mode. */
+/* 1: a setuid/setgid (or file-capability) program, by AT_SECURE or the exe's
+ * mode; 0: not; -1: the process is gone. */
 int thpd_is_secure_exec(pid_t pid)
 {
 	char path[64];
@@ -32,9 +33,11 @@ int thpd_is_secure_exec(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 1; /* cannot tell: treat as secure, touch nothing */
+		return errno == ENOENT || errno == ESRCH ? -1 : 1; /* cannot tell: touch nothing */
 	n = read(fd, aux, sizeof(aux));
 	close(fd);
+	if (n <= 0)
+		return n == 0 || errno == ESRCH ? -1 : 1; /* a zombie's auxv is empty */
 	for (ssize_t i = 0; i + 1 < n / (ssize_t)sizeof(uint64_t); i += 2) {
 		if (aux[i] == AT_SECURE)
 			return aux[i + 1] != 0;
@@ -46,11 +49,16 @@ int thpd_is_secure_exec(pid_t pid)
 
 void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, const struct thpd_rule *r)
 {
-	if (!r->setuid && thpd_is_secure_exec(p->pid)) {
-		p->skipped = true;
-		thpd_log(LOG_INFO, "process %d (%s): a setuid/setgid program, left alone (rule %s)",
-			 (int)p->pid, p->comm, r->name);
-		return;
+	if (!r->setuid) {
+		int secure = thpd_is_secure_exec(p->pid);
+
+		if (secure)
+			p->skipped = true;
+		if (secure > 0)
+			thpd_log(LOG_INFO, "process %d (%s): a setuid/setgid program, left alone (rule %s)",
+				 (int)p->pid, p->comm, r->name);
+		if (secure)
+			return;
 	}
 	if (r->policy == THPD_HUGE && !r->override_own) {
 		THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd);

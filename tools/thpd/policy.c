@@ -477,11 +477,11 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 		return;
 	}
 	if (st->verbose)
-		thpd_log(LOG_DEBUG, "process %d (%s): %llu extents collapsed, %llu failed, %llu over budget, "
-				    "%.1f ms, %.1f ms CPU",
+		thpd_log(LOG_DEBUG, "process %d (%s): %llu extents collapsed, %llu failed, %llu shared, "
+				    "%llu over budget, %.1f ms, %.1f ms CPU",
 			 (int)p->pid, p->comm,
 			 (unsigned long long)o.extents_collapsed, (unsigned long long)o.extents_failed,
-			 (unsigned long long)o.extents_over_budget, (double)o.elapsed_ns / 1e6,
+			 (unsigned long long)o.extents_shared, (unsigned long long)o.extents_over_budget, (double)o.elapsed_ns / 1e6,
 			 (double)c0 / 1e6);
 	if (!o.extents_collapsed && o.extents_over_budget)
 		p->overhead_ns = o.elapsed_ns < 1000000000ULL ? o.elapsed_ns : 1000000000ULL;
@@ -644,11 +644,18 @@ void thpd_pass(struct thpd_state *st)
 		/* The check at first sight is not enough: an exec keeps the PID
 		 * and its start time, so a matched process that has exec'd a
 		 * setuid program since looks the same to the /proc walk. */
-		if (!r->setuid && thpd_is_secure_exec(p->pid)) {
-			p->skipped = true;
-			thpd_log(LOG_INFO, "process %d (%s): a setuid/setgid program since an exec, left alone (rule %s)",
-				 (int)p->pid, p->comm, r->name);
-			continue;
+		if (!r->setuid) {
+			int secure = thpd_is_secure_exec(p->pid);
+
+			/* Gone since the walk (a fork child that exited): nothing to say. */
+			if (secure)
+				p->skipped = true;
+			if (secure > 0)
+				thpd_log(LOG_INFO, "process %d (%s): a setuid/setgid program since an "
+						   "exec, left alone (rule %s)",
+					 (int)p->pid, p->comm, r->name);
+			if (secure)
+				continue;
 		}
 		collapse(st, p, r);
 	}

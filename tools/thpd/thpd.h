@@ -192,7 +192,7 @@ const char *thpd_size_label(uint64_t size, char *buf, size_t len);
 int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge);
 
 /* own_policy.c */
-/* 1: a setuid/setgid (or file-capability) program, or cannot tell; 0 not. */
+/* 1: a setuid/setgid (or file-capability) program, or cannot tell; 0 not; -1 gone. */
 int thpd_is_secure_exec(pid_t pid);
 /* Once per process and rule: mark it skipped if a rule must leave it alone. */
 void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, const struct thpd_rule *r);
