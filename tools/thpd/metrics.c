@@ -328,6 +328,13 @@ char *thpd_metrics_text(const struct thpd_state *st, size_t *len)
 		prom_str(&b, st->cfg.rules[i].name);
 		bprintf(&b, "\"} %llu\n", (unsigned long long)st->cfg.rules[i].stats.collapses);
 	}
+	head(&b, "shared_extents_skipped_total", "counter",
+	     "Extents left alone because another process shares their pages (a fork's).");
+	for (size_t i = 0; i < st->cfg.nrules; i++) {
+		bprintf(&b, "thpd_shared_extents_skipped_total{rule=\"");
+		prom_str(&b, st->cfg.rules[i].name);
+		bprintf(&b, "\"} %llu\n", (unsigned long long)st->cfg.rules[i].stats.shared_skips);
+	}
 	head(&b, "collapse_failures_total", "counter", "Extents or passes the kernel refused, by errno.");
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
 		for (int e = 0; e < THPD_NERRNO; e++) {

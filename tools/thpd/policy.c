@@ -486,6 +486,7 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 	if (!o.extents_collapsed && o.extents_over_budget)
 		p->overhead_ns = o.elapsed_ns < 1000000000ULL ? o.elapsed_ns : 1000000000ULL;
 	r->stats.collapses += o.extents_collapsed;
+	r->stats.shared_skips += o.extents_shared;
 	p->collapses += o.extents_collapsed;
 	for (uint64_t i = 0; i < o.failures_needed && i < FAILURES_CAP; i++, reported++)
 		r->stats.failures[thpd_errno_slot(fail[i].error)]++;

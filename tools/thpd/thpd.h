@@ -28,6 +28,7 @@ int thpd_errno_slot(int err);
 
 struct thpd_rule_stats {
 	uint64_t collapses;
+	uint64_t shared_skips; /* extents left: shared with another process */
 	uint64_t failures[THPD_NERRNO];
 };
 
