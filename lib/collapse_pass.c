@@ -75,32 +75,33 @@ struct pass {
 	uint64_t huge_mark; /* the spans' mappings' AnonHugePages when unproven was last 0 */
 };
 
+/* A khugepaged tunable (max_ptes_none, max_ptes_shared), capped at @cap, or @fallback. */
+static uint32_t khugepaged_tunable(const char *name, uint32_t cap, uint32_t fallback)
+{
+	char path[96], buf[32];
+	unsigned long v;
+	long n;
+
+	snprintf(path, sizeof(path), "/sys/kernel/mm/transparent_hugepage/khugepaged/%s", name);
+	n = sys_read_file(path, buf, sizeof(buf));
+	if (n <= 0)
+		return fallback;
+	v = strtoul(buf, NULL, 10);
+	return v >= cap ? cap : (uint32_t)v;
+}
+
 /* The kernel's own threshold: khugepaged collapses with up to max_ptes_none empty. */
 static uint32_t default_min_present(uint32_t pages_per_pmd)
 {
-	char buf[32];
-	long n = sys_read_file("/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none",
-			       buf, sizeof(buf));
-	unsigned long none;
+	uint32_t none = khugepaged_tunable("max_ptes_none", pages_per_pmd, pages_per_pmd - 1);
 
-	if (n <= 0)
-		return 1;
-	none = strtoul(buf, NULL, 10);
-	return none >= pages_per_pmd ? 1 : pages_per_pmd - (uint32_t)none;
+	return none >= pages_per_pmd ? 1 : pages_per_pmd - none;
 }
 
 /* khugepaged's limit on pages mapped by another process too (255 by default). */
 static uint32_t default_max_shared(uint32_t pages_per_pmd)
 {
-	char buf[32];
-	long n = sys_read_file("/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_shared",
-			       buf, sizeof(buf));
-	unsigned long shared;
-
-	if (n <= 0)
-		return pages_per_pmd / 2 - 1;
-	shared = strtoul(buf, NULL, 10);
-	return shared >= pages_per_pmd ? pages_per_pmd : (uint32_t)shared;
+	return khugepaged_tunable("max_ptes_shared", pages_per_pmd, pages_per_pmd / 2 - 1);
 }
 
 static int validate(struct thp_collapse_opts *o, uint32_t pages_per_pmd)
