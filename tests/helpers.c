@@ -26,7 +26,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
-#include "../lib/compat.h" /* PROCMAP_QUERY */
+#include "../lib/compat.h" /* PROCMAP_QUERY, PAGEMAP_SCAN */
 
 static bool parse_header(const char *line, uint64_t *start, uint64_t *end,
 			 char perms[8])
@@ -586,6 +586,16 @@ int fail_procmap_query(int err)
 	const struct seccomp_rule rule = {
 		.nr = __NR_ioctl, .arg = 1, .val = (uint32_t)PROCMAP_QUERY,
 		.action = SECCOMP_RET_ERRNO | (uint32_t)err,
+	};
+
+	return seccomp_install(&rule, 1);
+}
+
+int fail_pagemap_scan(void)
+{
+	const struct seccomp_rule rule = {
+		.nr = __NR_ioctl, .arg = 1, .val = (uint32_t)PAGEMAP_SCAN,
+		.action = SECCOMP_RET_ERRNO | ENOTTY,
 	};
 
 	return seccomp_install(&rule, 1);

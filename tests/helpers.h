@@ -211,6 +211,8 @@ int seccomp_install(const struct seccomp_rule *rules, size_t n);
 
 /* Make every ioctl(PROCMAP_QUERY) of this process fail with @err.  0 or -1 (errno). */
 int fail_procmap_query(int err);
+/* Make every ioctl(PAGEMAP_SCAN) of this process fail with ENOTTY, as before 6.7. */
+int fail_pagemap_scan(void);
 /*
  * fail_procmap_query(ENOTTY), as on every kernel before 6.11, so that
  * libthp walks the /proc/PID/maps text.  Done before main() when

@@ -20,11 +20,9 @@
 #include <check.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -33,7 +31,6 @@
 #include <thp/thp.h>
 
 #include "helpers.h"
-#include "../lib/compat.h" /* PAGEMAP_SCAN */
 
 #define EXTENTS 12
 #define PAGES 512u /* base pages per extent */
@@ -63,18 +60,6 @@ static uint32_t khugepaged_max_ptes_shared(void)
 		      sizeof(buf)) <= 0)
 		return PAGES / 2 - 1;
 	return (uint32_t)strtoul(buf, NULL, 10);
-}
-
-static void no_pagemap_scan(void)
-{
-	const struct seccomp_rule rule = {
-		.nr = __NR_ioctl,
-		.arg = 1,
-		.val = (uint32_t)PAGEMAP_SCAN,
-		.action = SECCOMP_RET_ERRNO | ENOTTY,
-	};
-
-	ck_assert_msg(seccomp_install(&rule, 1) == 0, "seccomp: %s", strerror(errno));
 }
 
 /* One pass over @pid (0: this process) with @limit (0: khugepaged's). */
@@ -162,7 +147,7 @@ static void round_once(uint64_t seed, bool by_scan)
 	}
 	close(go[0]);
 	if (!by_scan)
-		no_pagemap_scan();
+		ck_assert_msg(fail_pagemap_scan() == 0, "seccomp: %s", strerror(errno));
 	for (unsigned int i = 0; i < EXTENTS; i++)
 		for (uint32_t k = 0; k < written[i]; k++)
 			m[i * PMD_SZ + k * 4096] ^= 0x5a;
