@@ -64,3 +64,17 @@ def vmflags(addr):
             elif inside and line.startswith("VmFlags:"):
                 return line.split()[1:]
     return None
+
+
+def huge_kb(addr):
+    """AnonHugePages (kB) of the /proc/self/smaps mapping that contains addr."""
+    inside = False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split(None, 1)[0]
+            if "-" in head and not head.endswith(":"):
+                start, end = (int(x, 16) for x in head.split("-"))
+                inside = start <= addr < end
+            elif inside and line.startswith("AnonHugePages:"):
+                return int(line.split()[1])
+    return None

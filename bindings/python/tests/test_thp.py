@@ -7,8 +7,8 @@ import os
 import unittest
 
 import thp
-from smaps_util import (PAGE, PMD, buffer_address, private_map, raw_mmap,
-                        raw_munmap, vmflags)
+from smaps_util import (PAGE, PMD, buffer_address, huge_kb, private_map,
+                        raw_mmap, raw_munmap, vmflags)
 
 
 class HugeRegion(unittest.TestCase):
@@ -250,9 +250,41 @@ class Collapse(unittest.TestCase):
         finally:
             raw_munmap(base, 10 << 20)
 
+    def test_collapse_leaves_fork_shared_memory(self):
+        base = raw_mmap(10 << 20)
+        try:
+            aligned = (base + PMD - 1) & ~(PMD - 1)
+            view = (ctypes.c_char * (8 << 20)).from_address(aligned)
+            for off in range(0, 8 << 20, PAGE):
+                view[off] = b"\x5a"
+            r, w = os.pipe()
+            child = os.fork()
+            if child == 0:  # shares every page until it exits
+                os.read(r, 1)
+                os._exit(0)
+            try:
+                shared = thp.collapse(max_shared_pages=511)
+                self.assertGreaterEqual(shared.extents_shared, 4)
+                self.assertEqual(huge_kb(aligned), 0)
+            finally:
+                os.write(w, b"x")
+                os.waitpid(child, 0)
+                os.close(r)
+                os.close(w)
+            own = thp.collapse()
+            self.assertGreaterEqual(own.extents_collapsed, 4)
+            self.assertEqual(huge_kb(aligned), 8 << 10)
+        finally:
+            raw_munmap(base, 10 << 20)
+
     def test_bad_min_present(self):
         with self.assertRaises(thp.ThpError) as cm:
             thp.collapse(min_present_pages=513)
+        self.assertEqual(cm.exception.errno, errno.EINVAL)
+
+    def test_bad_max_shared(self):
+        with self.assertRaises(thp.ThpError) as cm:
+            thp.collapse(max_shared_pages=513)
         self.assertEqual(cm.exception.errno, errno.EINVAL)
 
 

@@ -324,6 +324,16 @@ class _CollapseOpts(ctypes.Structure):
         ("thp_disabled", ctypes.c_uint32),
         ("reserved1", ctypes.c_uint32),
         ("elapsed_ns", ctypes.c_uint64),
+        # THP_COLLAPSE_OPTS_SIZE_VER1
+        ("extents_small_folios", ctypes.c_uint64),
+        ("small_folio_bytes_before", ctypes.c_uint64),
+        ("small_folio_bytes_after", ctypes.c_uint64),
+        ("folio_source", ctypes.c_uint32),
+        ("reserved2", ctypes.c_uint32),
+        # THP_COLLAPSE_OPTS_SIZE_VER2
+        ("max_shared_pages", ctypes.c_uint32),
+        ("reserved3", ctypes.c_uint32),
+        ("extents_shared", ctypes.c_uint64),
     ]
 
 
@@ -341,7 +351,7 @@ _EXPECTED_SIZES = {
     _MappingState: 104,
     _FolioBytes: 16,
     _QueryOpts: 376,
-    _CollapseOpts: 168,
+    _CollapseOpts: 216,
 }
 for _cls, _size in _EXPECTED_SIZES.items():
     if ctypes.sizeof(_cls) != _size:
@@ -921,23 +931,29 @@ class CollapseResult:
     elapsed_ns: int
     failures_needed: int
     failures: List[Report] = field(default_factory=list)
+    extents_shared: int = 0
 
 
 def collapse(pidfd: PidfdLike = None, min_present_pages: int = 0,
              budget_bytes: int = 0, budget_ns: int = 0,
-             max_failures: int = 16) -> CollapseResult:
+             max_failures: int = 16, max_shared_pages: int = 0) -> CollapseResult:
     """One collapse pass over self or a pidfd (thp_collapse()): the private
     anonymous, not-nohuge 2 MiB extents with at least ``min_present_pages``
     resident pages (0: the kernel's max_ptes_none) become huge pages, within
-    ``budget_bytes`` / ``budget_ns`` (0: no limit).  Up to ``max_failures``
-    (a size_t) refused extents are reported."""
+    ``budget_bytes`` / ``budget_ns`` (0: no limit).  An extent with more than
+    ``max_shared_pages`` pages shared with another process (after a fork;
+    0: the kernel's max_ptes_shared) is left alone: collapsing would copy
+    them (``extents_shared``).  Up to ``max_failures`` (a size_t) refused
+    extents are reported."""
     min_present = _nonneg("min_present_pages", min_present_pages, "uint32_t")
+    max_shared = _nonneg("max_shared_pages", max_shared_pages, "uint32_t")
     budget_bytes = _nonneg("budget_bytes", budget_bytes, "uint64_t")
     budget_ns = _nonneg("budget_ns", budget_ns, "uint64_t")
     cap = _nonneg("max_failures", max_failures, "size_t")
     c_fail = (_Report * max(cap, 1))()
     opts = _CollapseOpts(sz=ctypes.sizeof(_CollapseOpts), pidfd=_pidfd(pidfd),
                          min_present_pages=min_present,
+                         max_shared_pages=max_shared,
                          budget_bytes=budget_bytes, budget_ns=budget_ns,
                          failures=ctypes.cast(c_fail, ctypes.POINTER(_Report)),
                          failures_cap=cap)
@@ -957,7 +973,8 @@ def collapse(pidfd: PidfdLike = None, min_present_pages: int = 0,
         bytes_collapsed=opts.bytes_collapsed, anon_bytes=opts.anon_bytes,
         anon_huge_before=opts.anon_huge_before,
         anon_huge_after=opts.anon_huge_after, elapsed_ns=opts.elapsed_ns,
-        failures_needed=opts.failures_needed, failures=failures)
+        failures_needed=opts.failures_needed, failures=failures,
+        extents_shared=opts.extents_shared)
 
 
 def version() -> str:
