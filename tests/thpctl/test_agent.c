@@ -695,7 +695,8 @@ START_TEST(collapse_peer_only_flag)
 	o.pidfd = fd;
 	o.flags = THP_COLLAPSE_F_CHECK_ONLY;
 	o.min_present_pages = 0;
-	o.reserved0 = o.reserved1 = o.reserved2 = 0;
+	o.reserved0 = o.reserved1 = o.reserved2 = o.reserved3 = 0;
+	o.max_shared_pages = 0;
 	o.budget_bytes = o.budget_ns = 0;
 	o.failures = NULL;
 	o.failures_cap = 0;

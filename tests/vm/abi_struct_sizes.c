@@ -29,7 +29,7 @@ void check_abi(void)
 		{ "thp_probe_info", sizeof(struct thp_probe_info), THP_PROBE_INFO_SIZE_VER1 },
 		{ "thp_query_opts", sizeof(struct thp_query_opts), THP_QUERY_OPTS_SIZE_VER2 },
 		{ "thp_collapse_opts", sizeof(struct thp_collapse_opts),
-		  THP_COLLAPSE_OPTS_SIZE_VER1 },
+		  THP_COLLAPSE_OPTS_SIZE_VER2 },
 	};
 
 	printf("VMTEST INFO abi: %zu-bit pointers, %zu-bit long, struct sizes", 8 * sizeof(void *),
