@@ -120,7 +120,13 @@ static int seccomp_refusal(pid_t pid, long mode)
 	return 0;
 }
 
-/* Refusals that need no stop: traced, seccomp, ptrace rights.  0 or -errno with detail. */
+/*
+ * Refusals that need no stop: traced, seccomp, ptrace rights.  0 or -errno
+ * with detail; -EAGAIN (no detail) when the tracer is this process: a
+ * thread an earlier session of ours stopped, which an exec() or exit
+ * killed before we could detach it, until the kernel releases it (or
+ * another thread's session, until it ends).
+ */
 static int inject_precheck(const struct thp_target *t, pid_t pid, pid_t tid)
 {
 	long v = 0;
@@ -129,6 +135,8 @@ static int inject_precheck(const struct thp_target *t, pid_t pid, pid_t tid)
 	err = status_field(pid, tid, "\nTracerPid:", &v);
 	if (err)
 		return err == -ENOENT ? 0 : err;
+	if (v == (long)getpid())
+		return -EAGAIN;
 	if (v) {
 		report_set_detail("process %d is already traced by process %ld: the inject "
 				  "backend needs to ptrace it", (int)pid, v);
@@ -309,9 +317,25 @@ int inject_begin(struct inject_session *s, const struct thp_target *t)
 		report_set_detail("process %d has exited", (int)t->pid);
 		return -ESRCH;
 	}
-	err = pick_thread(t->pid, &s->tid);
-	if (!err)
-		err = inject_precheck(t, t->pid, s->tid);
+	for (int attempt = 0;; attempt++) {
+		struct timespec ts = { 0, 1000 * 1000 };
+
+		err = pick_thread(t->pid, &s->tid);
+		if (!err)
+			err = inject_precheck(t, t->pid, s->tid);
+		if (err != -EAGAIN)
+			break;
+		if (attempt == 100) {
+			report_set_detail("process %d is still traced by this process after 100 ms "
+					  "(another thread's ptrace, or a thread an exec() or exit "
+					  "killed while an earlier inject call had it stopped)",
+					  (int)t->pid);
+			return -EBUSY;
+		}
+		nanosleep(&ts, NULL);
+		if (target_alive(t))
+			return -ESRCH;
+	}
 	if (err)
 		return err;
 	for (int attempt = 0;; attempt++) {
