@@ -52,8 +52,9 @@ def buffer_address(buf):
     return addr
 
 
-def vmflags(addr):
-    """VmFlags of the /proc/self/smaps mapping that contains addr."""
+def _smaps_line(addr, key):
+    """The fields after @key of the /proc/self/smaps mapping that contains
+    addr, or None."""
     inside = False
     with open("/proc/self/smaps") as f:
         for line in f:
@@ -61,20 +62,17 @@ def vmflags(addr):
             if "-" in head and not head.endswith(":"):
                 start, end = (int(x, 16) for x in head.split("-"))
                 inside = start <= addr < end
-            elif inside and line.startswith("VmFlags:"):
+            elif inside and line.startswith(key):
                 return line.split()[1:]
     return None
 
 
+def vmflags(addr):
+    """VmFlags of the /proc/self/smaps mapping that contains addr."""
+    return _smaps_line(addr, "VmFlags:")
+
+
 def huge_kb(addr):
     """AnonHugePages (kB) of the /proc/self/smaps mapping that contains addr."""
-    inside = False
-    with open("/proc/self/smaps") as f:
-        for line in f:
-            head = line.split(None, 1)[0]
-            if "-" in head and not head.endswith(":"):
-                start, end = (int(x, 16) for x in head.split("-"))
-                inside = start <= addr < end
-            elif inside and line.startswith("AnonHugePages:"):
-                return int(line.split()[1])
-    return None
+    fields = _smaps_line(addr, "AnonHugePages:")
+    return int(fields[0]) if fields else None

@@ -195,16 +195,24 @@ def _bracketed(path):
     return line[line.index("[") + 1:line.index("]")]
 
 
+def _touch_8mib(base):
+    """The 2 MiB-aligned 8 MiB inside a 10 MiB mapping at base, every
+    page written: base pages (not advised, madvise mode).  Returns the
+    address and a view of it."""
+    aligned = (base + PMD - 1) & ~(PMD - 1)
+    view = (ctypes.c_char * (8 << 20)).from_address(aligned)
+    for off in range(0, 8 << 20, PAGE):
+        view[off] = b"\x5a"
+    return aligned, view
+
+
 class Collapse(unittest.TestCase):
     """collapse() and coverage() on this process's own memory."""
 
     def test_collapse_touched_region(self):
         base = raw_mmap(10 << 20)
         try:
-            aligned = (base + PMD - 1) & ~(PMD - 1)
-            view = (ctypes.c_char * (8 << 20)).from_address(aligned)
-            for off in range(0, 8 << 20, PAGE):
-                view[off] = b"\x5a"
+            aligned, view = _touch_8mib(base)
             self.assertNotIn("hg", vmflags(aligned))
             before = thp.coverage()
             self.assertGreaterEqual(before.anon_bytes, 8 << 20)
@@ -253,10 +261,7 @@ class Collapse(unittest.TestCase):
     def test_collapse_leaves_fork_shared_memory(self):
         base = raw_mmap(10 << 20)
         try:
-            aligned = (base + PMD - 1) & ~(PMD - 1)
-            view = (ctypes.c_char * (8 << 20)).from_address(aligned)
-            for off in range(0, 8 << 20, PAGE):
-                view[off] = b"\x5a"
+            aligned, _ = _touch_8mib(base)
             r, w = os.pipe()
             child = os.fork()
             if child == 0:  # shares every page until it exits
