@@ -6,9 +6,8 @@
  *    policy allows (not nohuge, THP not disabled), and whether any of their
  *    resident anonymous memory is not huge yet (Anonymous > AnonHugePages):
  *    a mapping that is all huge costs nothing more.
- * 2. For the rest, resident pages per 2 MiB extent, from PAGEMAP_SCAN on
- *    /proc/PID/pagemap (6.7+: one ioctl per mapping, present-and-not-huge
- *    pages only, so huge extents drop out), else 4 KiB of pagemap per extent.
+ * 2. For the rest, resident pages per 2 MiB extent, from the target's
+ *    pagemap (extent_count.c).
  * 3. process_madvise(MADV_COLLAPSE) per extent: over a longer range the
  *    kernel stops at the first extent it cannot collapse (an empty one is
  *    enough), so one call per extent is what makes the pass complete.
@@ -28,13 +27,11 @@
 
 #include "clock_ns.h"
 #include "compat.h"
+#include "extent_count.h"
 #include "folio_sizes.h"
 #include "internal.h"
 #include "syscall.h"
 
-#define PM_PRESENT (1ULL << 63)
-#define PM_PFN_MASK ((1ULL << 55) - 1)
-#define PM_MMAP_EXCLUSIVE (1ULL << 56)
 #define SCAN_WINDOW 64 /* extents counted at a time (128 MiB) */
 
 _Static_assert(sizeof(struct thp_collapse_opts) == THP_COLLAPSE_OPTS_SIZE_VER2,
@@ -51,8 +48,7 @@ struct pass {
 	uint64_t pmd, page;
 	uint32_t min_present;
 	uint32_t max_shared; /* pages per PMD: no limit */
-	int pagemap_fd;     /* -1 until needed */
-	bool no_scan_ioctl; /* PAGEMAP_SCAN refused: read pagemap entries */
+	struct extent_count ec;
 	uint64_t t0;
 	struct span *spans;
 	size_t nr_spans, cap_spans;
@@ -70,7 +66,6 @@ struct pass {
 	 * extents are collapsed "unproven"; the AnonHugePages gain of their
 	 * mappings since huge_mark decides how many of them count as collapsed.
 	 */
-	bool pfns_hidden;
 	uint64_t unproven;  /* extents accepted since huge_mark was read */
 	uint64_t huge_mark; /* the spans' mappings' AnonHugePages when unproven was last 0 */
 };
@@ -251,122 +246,6 @@ static int read_smaps(struct pass *p, enum smaps_use use, uint64_t *anon_huge)
 	return r < 0 ? r : 0;
 }
 
-static int open_pagemap(struct pass *p)
-{
-	char path[64];
-	int fd;
-
-	if (p->pagemap_fd >= 0)
-		return 0;
-	if (p->t->self)
-		snprintf(path, sizeof(path), "/proc/self/pagemap");
-	else
-		snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)p->t->pid);
-	fd = sys_open(path, O_RDONLY);
-	if (fd == -EACCES || fd == -EPERM)
-		return permission_error(p->t, "read the page tables");
-	if (fd == -ENOENT)
-		return -ESRCH;
-	if (fd < 0)
-		return fd;
-	p->pagemap_fd = fd;
-	return 0;
-}
-
-/* Resident, not huge, not the zero page: pages per extent of [start, end), by ioctl. */
-static int count_by_scan(struct pass *p, uint64_t start, uint64_t end, uint32_t *count)
-{
-	struct page_region regions[64];
-	struct pm_scan_arg a;
-	uint64_t at = start;
-
-	while (at < end) {
-		long n;
-
-		memset(&a, 0, sizeof(a));
-		a.size = sizeof(a);
-		a.start = at;
-		a.end = end;
-		a.vec = (uintptr_t)regions;
-		a.vec_len = ARRAY_LEN(regions);
-		a.category_mask = PAGE_IS_PRESENT | PAGE_IS_HUGE | PAGE_IS_PFNZERO;
-		a.category_inverted = PAGE_IS_HUGE | PAGE_IS_PFNZERO;
-		a.return_mask = PAGE_IS_PRESENT;
-		n = sys_ioctl(p->pagemap_fd, PAGEMAP_SCAN, &a);
-		if (n < 0)
-			return (int)n;
-		for (long i = 0; i < n; i++) {
-			for (uint64_t s = regions[i].start; s < regions[i].end;) {
-				uint64_t ext_end = (s & ~(p->pmd - 1)) + p->pmd;
-				uint64_t e = regions[i].end < ext_end ? regions[i].end : ext_end;
-
-				count[(s - start) / p->pmd] += (uint32_t)((e - s) / p->page);
-				s = e;
-			}
-		}
-		if (a.walk_end <= at)
-			break;
-		at = a.walk_end;
-	}
-	return 0;
-}
-
-/* Fallback before 6.7: pagemap entries.  A PMD-mapped extent shows as 512 aligned PFNs.
- * @shared: present pages not mapped by this process alone, per extent. */
-static int count_by_read(struct pass *p, uint64_t start, uint64_t end, uint32_t *count,
-			 uint32_t *shared)
-{
-	uint64_t entries[512];
-	size_t per = (size_t)(p->pmd / p->page);
-
-	if (per > ARRAY_LEN(entries))
-		return -EOPNOTSUPP;
-	for (uint64_t s = start; s < end; s += p->pmd) {
-		long n = sys_pread(p->pagemap_fd, entries, per * sizeof(entries[0]),
-				   (off_t)(s / p->page * sizeof(entries[0])));
-		uint32_t present = 0, not_exclusive = 0;
-		uint64_t pfn0 = entries[0] & PM_PFN_MASK;
-		bool contiguous = pfn0 && pfn0 % per == 0;
-
-		if (n < 0)
-			return (int)n;
-		for (size_t i = 0; i < (size_t)n / sizeof(entries[0]); i++) {
-			present += !!(entries[i] & PM_PRESENT);
-			not_exclusive += (entries[i] & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) == PM_PRESENT;
-			/* No page of memory has frame 0: the kernel hid them. */
-			if ((entries[i] & PM_PRESENT) && !(entries[i] & PM_PFN_MASK))
-				p->pfns_hidden = true;
-			contiguous = contiguous && (entries[i] & PM_PRESENT) &&
-				     (entries[i] & PM_PFN_MASK) == pfn0 + i;
-		}
-		count[(s - start) / p->pmd] = contiguous ? 0 : present;
-		shared[(s - start) / p->pmd] = not_exclusive;
-	}
-	return 0;
-}
-
-/* With PAGEMAP_SCAN: of @present resident pages (the zero page not among
- * them) in the extent at @s, those not mapped by this process alone. */
-static int count_shared(struct pass *p, uint64_t s, uint32_t present, uint32_t *shared)
-{
-	uint64_t entries[512];
-	size_t per = (size_t)(p->pmd / p->page);
-	uint32_t exclusive = 0;
-	long n;
-
-	if (per > ARRAY_LEN(entries))
-		return -EOPNOTSUPP;
-	n = sys_pread(p->pagemap_fd, entries, per * sizeof(entries[0]),
-		      (off_t)(s / p->page * sizeof(entries[0])));
-	if (n < 0)
-		return (int)n;
-	for (size_t i = 0; i < (size_t)n / sizeof(entries[0]); i++)
-		exclusive += (entries[i] & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) ==
-			     (PM_PRESENT | PM_MMAP_EXCLUSIVE);
-	*shared = present > exclusive ? present - exclusive : 0;
-	return 0;
-}
-
 static void record_failure(struct pass *p, uint64_t addr, int error)
 {
 	struct thp_collapse_opts *o = p->o;
@@ -427,19 +306,9 @@ static bool over_budget(const struct pass *p)
 static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 {
 	struct thp_collapse_opts *o = p->o;
-	uint32_t count[SCAN_WINDOW] = { 0 }, shared[SCAN_WINDOW] = { 0 };
-	int r = -ENOTTY;
+	uint32_t count[SCAN_WINDOW], shared[SCAN_WINDOW];
+	int r = extent_count_window(&p->ec, start, end, count, shared);
 
-	if (!p->no_scan_ioctl) {
-		r = count_by_scan(p, start, end, count);
-		/* Older kernels: no such ioctl. */
-		if (r == -ENOTTY || r == -EINVAL) {
-			p->no_scan_ioctl = true;
-			memset(count, 0, sizeof(count));
-		}
-	}
-	if (p->no_scan_ioctl)
-		r = count_by_read(p, start, end, count, shared);
 	if (r)
 		return r;
 	for (uint64_t s = start; s < end; s += p->pmd) {
@@ -457,11 +326,9 @@ static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 		if (p->max_shared < present) {
 			uint32_t *sh = &shared[(s - start) / p->pmd];
 
-			if (!p->no_scan_ioctl) {
-				r = count_shared(p, s, present, sh);
-				if (r)
-					return r;
-			}
+			r = extent_count_shared(&p->ec, s, present, sh);
+			if (r)
+				return r;
 			if (*sh > p->max_shared) {
 				if (OPTS_HAS(o, extents_shared))
 					o->extents_shared++;
@@ -510,7 +377,7 @@ static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 			continue;
 		}
 		n = sys_process_madvise(p->t->pidfd, &iov, 1, MADV_COLLAPSE, 0);
-		if (n == (long)p->pmd && p->pfns_hidden && p->no_scan_ioctl) {
+		if (n == (long)p->pmd && p->ec.pfns_hidden && p->ec.no_scan_ioctl) {
 			p->unproven++;
 		} else if (n == (long)p->pmd) {
 			o->extents_collapsed++;
@@ -571,7 +438,9 @@ static int run_pass(struct pass *p)
 			o->folio_source = THP_FOLIO_SOURCE_KPAGEFLAGS;
 		return 0;
 	}
-	r = open_pagemap(p);
+	r = extent_count_open(&p->ec, p->t);
+	if (r == -EACCES || r == -EPERM)
+		return permission_error(p->t, "read the page tables");
 	if (r)
 		return r;
 	for (size_t i = 0; i < p->nr_spans && !r; i++)
@@ -624,7 +493,7 @@ THP_API int thp_collapse(struct thp_collapse_opts *opts)
 	memset(&p, 0, sizeof(p));
 	p.o = opts;
 	p.t = &t;
-	p.pagemap_fd = -1;
+	extent_count_init(&p.ec, c->pmd_size, c->page_size);
 	err = target_need_pidfd(&t);
 	if (err)
 		goto out;
@@ -673,8 +542,7 @@ THP_API int thp_collapse(struct thp_collapse_opts *opts)
 		report_set_detail("the process exited");
 out:
 	err = target_explain_gone(&t, err, "collapse the memory of");
-	if (p.pagemap_fd >= 0)
-		sys_close(p.pagemap_fd);
+	extent_count_close(&p.ec);
 	if (p.fs_open)
 		folio_scan_close(&p.fs);
 	free(p.spans);

@@ -98,6 +98,12 @@ struct procmap_query {
 #define PROCMAP_QUERY_FILE_BACKED_VMA 0x20
 #endif
 
+/* /proc/PID/pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst). */
+#define PM_PRESENT (1ULL << 63)
+#define PM_FILE (1ULL << 61) /* file page or shared anonymous */
+#define PM_MMAP_EXCLUSIVE (1ULL << 56)
+#define PM_PFN_MASK ((1ULL << 55) - 1)
+
 /* PAGEMAP_SCAN (6.7), from <linux/fs.h>: page categories of a range in one ioctl. */
 #ifndef PAGEMAP_SCAN
 #define PAGE_IS_PRESENT (1 << 3)

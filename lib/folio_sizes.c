@@ -6,14 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compat.h"
 #include "folio_sizes.h"
 #include "internal.h"
 #include "syscall.h"
-
-/* /proc/PID/pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst). */
-#define PM_PRESENT (1ULL << 63)
-#define PM_FILE (1ULL << 61) /* file page or shared anonymous */
-#define PM_PFN_MASK ((1ULL << 55) - 1)
 
 /* /proc/kpageflags bits (include/uapi/linux/kernel-page-flags.h). */
 #define KPF_COMPOUND_HEAD (1ULL << 15)
