@@ -74,7 +74,7 @@ int preload_switch(preload_control_fn ctl, bool on);
 /* Is the preload loaded in @t and switched on?  1, 0 or -errno. */
 int preload_active(const struct thp_target *t);
 
-/* ---- backend_inject.c: another process's default, set by that process ---- */
+/* ---- inject_default.c: another process's default, set by that process ---- */
 
 /* NEVER / NOHUGE / SYSTEM of @t through the inject backend; 0 or -errno with a detail. */
 int inject_set_default(struct thp_default_opts *o, const struct thp_target *t);

@@ -2,7 +2,7 @@
 /*
  * Another process's default policy, set or read by that process itself:
  * PR_SET_THP_DISABLE / PR_GET_THP_DISABLE run through an inject session
- * (backend_inject.c).
+ * (inject_session.c).
  */
 #include <errno.h>
 #include <string.h>

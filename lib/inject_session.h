@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The inject backend's session (backend_inject.c), for the calls built on it. */
+/* The inject session (inject_session.c), for the calls built on it. */
 #ifndef THP_INJECT_SESSION_H
 #define THP_INJECT_SESSION_H
 

@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The inject session: stop one thread of another process with ptrace, run
+ * system calls as that thread from a syscall instruction of its vDSO,
+ * restore it exactly, detach.  The inject backend (backend_inject.c) and
+ * the inject default mechanism (inject_default.c) are built on it.
+ * x86_64 targets only.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "compat.h"
+#include "default.h"
+#include "inject_vdso.h"
+#include "inject_access.h"
+#include "inject_session.h"
+#include "internal.h"
+#include "seccomp_filter.h"
+#include "syscall.h"
+
+#if defined(__x86_64__)
+
+/* The 64-bit user code segment: any other means a 32-bit (compat) process. */
+#define USER64_CS 0x33
+/* Kernel-internal restart codes a stopped syscall may hold in rax. */
+#define ERESTARTSYS_ 512
+#define ERESTARTNOINTR_ 513
+#define ERESTARTNOHAND_ 514
+#define ERESTART_RESTARTBLOCK_ 516
+/* Retries when a signal comes between our resume and the injected syscall. */
+#define INJECT_RETRIES 64
+#define CAP_SYS_ADMIN_ 21
+
+
+/* A field of /proc/PID/task/TID/status: a number, or State's letter. */
+static int status_field(pid_t pid, pid_t tid, const char *key, long *val)
+{
+	char path[80], buf[4096], *p;
+	long n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	n = sys_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : (int)n;
+	p = strstr(buf, key);
+	if (!p)
+		return -ENOENT;
+	p += strlen(key);
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p >= 'A' && *p <= 'Z') {
+		*val = *p; /* State: one letter */
+		return 0;
+	}
+	*val = strtol(p, NULL, 10);
+	return 0;
+}
+
+/*
+ * The thread to stop: the main thread, or while that one has exited
+ * (pthread_exit() in main()) the first other live thread.  0 or -errno.
+ */
+static int pick_thread(pid_t pid, pid_t *tid)
+{
+	char dir[64];
+	struct dirent *d;
+	long v = 0;
+	DIR *dp;
+
+	*tid = pid;
+	if (status_field(pid, pid, "\nState:", &v) == 0 && v != 'Z')
+		return 0;
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	dp = opendir(dir);
+	if (!dp)
+		return -ESRCH;
+	while ((d = readdir(dp))) {
+		pid_t t = (pid_t)strtol(d->d_name, NULL, 10);
+
+		if (t > 0 && t != pid && status_field(pid, t, "\nState:", &v) == 0 && v != 'Z') {
+			*tid = t;
+			break;
+		}
+	}
+	closedir(dp);
+	if (*tid != pid)
+		return 0;
+	report_set_detail("process %d has no live thread to stop", (int)pid);
+	return -ESRCH;
+}
+
+/*
+ * A process under seccomp can be called only when its filter can be read
+ * and run on each call first (seccomp_filter.c).  0 or -EPERM with detail.
+ */
+static int seccomp_refusal(pid_t pid, long mode)
+{
+	if (mode == 1) {
+		report_set_detail("process %d runs under seccomp strict mode, which kills it on any "
+				  "call but read, write, exit and sigreturn: not injected", (int)pid);
+		return -EPERM;
+	}
+	if (mode && sf_caller_has_cap(CAP_SYS_ADMIN_) != 1) {
+		report_set_detail("process %d runs under a seccomp filter, and reading it to see "
+				  "what it does with the injected call needs CAP_SYS_ADMIN, which the "
+				  "caller does not have: not injected", (int)pid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/*
+ * Refusals that need no stop: traced, seccomp, ptrace rights.  0 or -errno
+ * with detail; -EAGAIN (no detail) when the tracer is this process: a
+ * thread an earlier session of ours stopped, which an exec() or exit
+ * killed before we could detach it, until the kernel releases it (or
+ * another thread's session, until it ends).
+ */
+static int inject_precheck(const struct thp_target *t, pid_t pid, pid_t tid)
+{
+	long v = 0;
+	int err;
+
+	err = status_field(pid, tid, "\nTracerPid:", &v);
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	if (v == (long)getpid())
+		return -EAGAIN;
+	if (v) {
+		report_set_detail("process %d is already traced by process %ld: the inject "
+				  "backend needs to ptrace it", (int)pid, v);
+		return -EBUSY;
+	}
+	if (status_field(pid, tid, "\nSeccomp:", &v) == 0 && (err = seccomp_refusal(pid, v)))
+		return err;
+	return inject_may_ptrace(t, pid);
+}
+
+/*
+ * waitpid(tid, __WALL) for the tracee's next stop, as a status.  The
+ * caller's own child is waited for with __WCLONE instead: a tracee is
+ * seen whatever the flag, a plain child is not, so that its exit stays
+ * its parent's to collect (looked at with WNOWAIT, never reaped here) and
+ * a child we no longer trace (another thread exec()ed and took over the
+ * process) is ECHILD, not a wait for its new program to end.
+ * The tracee's pid, or -1 (gone or no longer ours).
+ */
+static pid_t trace_wait(struct inject_session *s, int *st)
+{
+	for (;;) {
+		siginfo_t si;
+		pid_t r;
+
+		if (!s->own_child) {
+			r = waitpid(s->tid, st, __WALL);
+			if (r < 0 && errno == EINTR)
+				continue;
+			return r;
+		}
+		si.si_pid = 0;
+		if (waitid(P_PID, (id_t)s->tid, &si, WSTOPPED | WEXITED | WNOWAIT | __WCLONE) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (si.si_code == CLD_TRAPPED || si.si_code == CLD_STOPPED) {
+			/* Take the stop; WEXITED left out, nothing is reaped here. */
+			si.si_pid = 0;
+			if (waitid(P_PID, (id_t)s->tid, &si, WSTOPPED | WNOHANG | __WCLONE) < 0) {
+				if (errno == EINTR)
+					continue;
+				return -1;
+			}
+			if (si.si_pid != s->tid)
+				continue;
+			*st = (si.si_status << 8) | 0x7f; /* as waitpid() gives it */
+			return s->tid;
+		}
+		/* It died: a thread that is not the process is ours to reap as its tracer. */
+		if (s->tid != s->t->pid)
+			waitpid(s->tid, &(int){ 0 }, __WALL | WNOHANG);
+		errno = ESRCH;
+		return -1;
+	}
+}
+
+/*
+ * Wait for a stop of the tracee that is not a signal for it (an interrupt or
+ * group-stop); signals that arrive first are delivered as they came.
+ */
+static int wait_event_stop(struct inject_session *s)
+{
+	for (;;) {
+		int st;
+		pid_t r = trace_wait(s, &st);
+
+		if (r < 0)
+			return -ESRCH;
+		if (!WIFSTOPPED(st))
+			return -ESRCH; /* exited or killed */
+		if ((st >> 16) == PTRACE_EVENT_STOP)
+			return 0;
+		if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+			/* A syscall stop we did not ask for: go on to the interrupt. */
+			if (ptrace(PTRACE_CONT, s->tid, 0, 0) < 0)
+				return -ESRCH;
+			continue;
+		}
+		/* Signal-delivery-stop: pass the signal on unchanged. */
+		if (ptrace(PTRACE_CONT, s->tid, 0, (void *)(long)WSTOPSIG(st)) < 0)
+			return -ESRCH;
+	}
+}
+
+/*
+ * The registers the thread must resume with.  Stopped on its way out of
+ * an interrupted system call, the kernel restarts that call in its signal
+ * code after the stop; the thread leaves from our injected call's exit
+ * instead, so do the restart here, as the kernel does when no handler
+ * runs, and mark it done (orig_rax -1) so that it is not done twice.
+ */
+static void restart_fixup(struct user_regs_struct *r)
+{
+	if ((long)r->orig_rax < 0)
+		return;
+	switch (-(long)r->rax) {
+	case ERESTARTSYS_:
+	case ERESTARTNOINTR_:
+	case ERESTARTNOHAND_:
+		r->rax = r->orig_rax;
+		r->rip -= 2;
+		r->orig_rax = (unsigned long)-1;
+		break;
+	case ERESTART_RESTARTBLOCK_:
+		r->rax = SYS_restart_syscall;
+		r->rip -= 2;
+		r->orig_rax = (unsigned long)-1;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Stop the thread and save its registers; 0 or -errno. */
+static int inject_stop(struct inject_session *s)
+{
+	int err;
+
+	if (ptrace(PTRACE_INTERRUPT, s->tid, 0, 0) < 0)
+		return -ESRCH;
+	err = wait_event_stop(s);
+	if (err)
+		return err;
+	s->stopped = true;
+	if (ptrace(PTRACE_GETREGS, s->tid, 0, &s->saved) < 0)
+		return -ESRCH;
+	if (s->saved.cs != USER64_CS) {
+		report_set_detail("process %d is a 32-bit process: the inject backend supports "
+				  "x86_64 processes only", (int)s->tid);
+		return -EOPNOTSUPP;
+	}
+	restart_fixup(&s->saved);
+	return 0;
+}
+
+/*
+ * The thread is still in the stop we put it in: not killed meanwhile (its
+ * process exiting, or another thread's exec() replacing its memory).
+ */
+static bool still_stopped(const struct inject_session *s)
+{
+	long v = 0;
+
+	return status_field(s->t->pid, s->tid, "\nState:", &v) == 0 && (v == 't' || v == 'T');
+}
+
+/* A syscall instruction in the target's vDSO (inject_vdso.c), read without writing anything. */
+static int find_syscall_ip(struct inject_session *s)
+{
+	int err = vdso_syscall_ip(s->t->pid, s->tid, &s->syscall_ip);
+
+	/* A thread killed meanwhile (its process exits or exec()s) has no vDSO left. */
+	if ((err == -ENOENT || err == -ENOEXEC) && !still_stopped(s))
+		return -ESRCH;
+	if (err == -ENOENT) {
+		report_set_detail("process %d has no vDSO: the inject backend finds its syscall "
+				  "instruction there and never writes the target's code",
+				  (int)s->tid);
+		return -EOPNOTSUPP;
+	}
+	if (err == -ENOEXEC) {
+		report_set_detail("no syscall instruction in the vDSO of process %d", (int)s->tid);
+		return -EOPNOTSUPP;
+	}
+	return err;
+}
+
+int inject_begin(struct inject_session *s, const struct thp_target *t)
+{
+	long v = 0;
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	s->t = t;
+	if (target_alive(t)) {
+		report_set_detail("process %d has exited", (int)t->pid);
+		return -ESRCH;
+	}
+	for (int attempt = 0;; attempt++) {
+		struct timespec ts = { 0, 1000 * 1000 };
+
+		err = pick_thread(t->pid, &s->tid);
+		if (!err)
+			err = inject_precheck(t, t->pid, s->tid);
+		if (err != -EAGAIN)
+			break;
+		if (attempt == 100) {
+			report_set_detail("process %d is still traced by this process after 100 ms "
+					  "(another thread's ptrace, or a thread an exec() or exit "
+					  "killed while an earlier inject call had it stopped)",
+					  (int)t->pid);
+			return -EBUSY;
+		}
+		nanosleep(&ts, NULL);
+		if (target_alive(t))
+			return -ESRCH;
+	}
+	if (err)
+		return err;
+	for (int attempt = 0;; attempt++) {
+		struct timespec ts = { 0, 1000 * 1000 };
+
+		if (ptrace(PTRACE_SEIZE, s->tid, 0, (void *)(long)PTRACE_O_TRACESYSGOOD) == 0)
+			break;
+		/*
+		 * EPERM also comes from a thread that is exiting, and for a moment
+		 * from the old leader an exec() in another thread replaces: look
+		 * again before calling it a refusal.
+		 */
+		if (errno != EPERM || attempt == 3)
+			return inject_ptrace_refused(t, s->tid, errno);
+		nanosleep(&ts, NULL);
+		if (target_alive(t))
+			return -ESRCH;
+		err = pick_thread(t->pid, &s->tid);
+		if (err)
+			return err;
+	}
+	s->seized = true;
+	/*
+	 * A thread that exec()ed while we seized it (its exec held us up) now
+	 * has the process's id: follow it, or we could not stop nor detach it.
+	 */
+	if (s->tid != t->pid && status_field(t->pid, s->tid, "\nState:", &v) &&
+	    status_field(t->pid, t->pid, "\nTracerPid:", &v) == 0 && v == getpid())
+		s->tid = t->pid;
+	s->own_child = status_field(t->pid, s->tid, "\nPPid:", &v) == 0 && v == getpid();
+	/* The pid may have been reused between pidfd and seize: the pidfd says. */
+	if (target_alive(t))
+		return -ESRCH;
+	err = inject_stop(s);
+	if (err)
+		return err;
+	err = find_syscall_ip(s);
+	if (err)
+		return err;
+	/* Looked at again stopped: a filter may have come since (TSYNC from another thread). */
+	err = status_field(s->t->pid, s->tid, "\nSeccomp:", &v);
+	if (err == -ENOENT || (!err && !v))
+		return 0; /* no seccomp in this kernel, or none for this thread */
+	if (!err)
+		err = seccomp_refusal(s->t->pid, v);
+	if (!err)
+		err = sf_load(&s->sf, s->t->pid, s->tid);
+	s->filtered = !err;
+	return err;
+}
+
+/* What an injected call is, for a detail. */
+static const char *call_name(long nr, unsigned long a1, unsigned long a3, char *buf, size_t len)
+{
+	if (nr == SYS_madvise)
+		snprintf(buf, len, "madvise(%s)",
+			 a3 == MADV_HUGEPAGE ? "MADV_HUGEPAGE" :
+			 a3 == MADV_NOHUGEPAGE ? "MADV_NOHUGEPAGE" :
+			 a3 == MADV_COLLAPSE ? "MADV_COLLAPSE" : "advice");
+	else if (nr == SYS_prctl)
+		snprintf(buf, len, "prctl(%s)",
+			 a1 == PR_SET_THP_DISABLE ? "PR_SET_THP_DISABLE" :
+			 a1 == PR_GET_THP_DISABLE ? "PR_GET_THP_DISABLE" : "option");
+	else
+		snprintf(buf, len, "system call %ld", nr);
+	return buf;
+}
+
+/*
+ * May the call be injected: 0, or -EPERM when the target's seccomp
+ * filters would not simply let it through (the detail says what they
+ * would do).  Asked for every call of a request before the first runs,
+ * and again by inject_syscall() for the one it is about to run, which
+ * first looks for a filter added since (@probe).  One added by another
+ * thread of the target after that look, before the call, is not seen:
+ * the kernel offers no way to hold a process's filters still.
+ */
+int inject_vet(struct inject_session *s, bool probe, long nr, unsigned long a1,
+		      unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5)
+{
+	char what[48];
+	struct sf_call c = { call_name(nr, a1, a3, what, sizeof(what)), nr,
+			     { a1, a2, a3, a4, a5, 0 } };
+	int err;
+
+	if (!s->filtered)
+		return 0;
+	err = probe ? sf_grew(&s->sf, s->tid) : 0;
+	if (err == 1) {
+		sf_free(&s->sf);
+		s->filtered = false;
+		err = sf_load(&s->sf, s->t->pid, s->tid);
+		s->filtered = !err;
+	}
+	if (err)
+		return err;
+	/* The kernel sees the address after the syscall instruction. */
+	return sf_check_calls(&s->sf, s->t->pid, SF_AUDIT_ARCH_X86_64, s->syscall_ip + 2, &c, 1);
+}
+
+/*
+ * Leave the thread as it was and detach.  A signal that arrived meanwhile
+ * stays pending and is delivered once it runs; a group-stop in force
+ * stops it again at detach.
+ */
+static int inject_end(struct inject_session *s)
+{
+	int err = 0;
+
+	if (!s->seized)
+		return 0;
+	/* Only a stopped tracee can be detached: stop it first if need be. */
+	if (!s->stopped && ptrace(PTRACE_INTERRUPT, s->tid, 0, 0) == 0 && wait_event_stop(s) == 0) {
+		err = -ESRCH; /* not the state we meant to leave it in */
+		s->stopped = ptrace(PTRACE_DETACH, s->tid, 0, 0) < 0;
+		s->seized = false;
+		return err;
+	}
+	if (s->stopped && ptrace(PTRACE_SETREGS, s->tid, 0, &s->saved) < 0)
+		err = -ESRCH;
+	if (ptrace(PTRACE_DETACH, s->tid, 0, 0) < 0 && !err)
+		err = -ESRCH;
+	s->seized = s->stopped = false;
+	if (s->filtered)
+		sf_free(&s->sf);
+	s->filtered = false;
+	return err;
+}
+
+/*
+ * Run one system call as the stopped thread.  Returns its result (-errno
+ * as the kernel's), or sets *err (-ESRCH: the target went away).
+ */
+long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigned long a2,
+			   unsigned long a3, unsigned long a4, unsigned long a5, int *err)
+{
+	*err = inject_vet(s, true, nr, a1, a2, a3, a4, a5);
+	if (*err)
+		return *err;
+	for (int attempt = 0; attempt < INJECT_RETRIES; attempt++) {
+		struct user_regs_struct r = s->saved;
+		bool entered = false;
+		int st;
+
+		r.rax = (unsigned long)nr;
+		r.orig_rax = (unsigned long)-1; /* no restart logic on these registers */
+		r.rdi = a1;
+		r.rsi = a2;
+		r.rdx = a3;
+		r.r10 = a4;
+		r.r8 = a5;
+		r.r9 = 0;
+		r.rip = s->syscall_ip;
+		s->calls++;
+		if (ptrace(PTRACE_SETREGS, s->tid, 0, &r) < 0 ||
+		    ptrace(PTRACE_SYSCALL, s->tid, 0, 0) < 0)
+			goto gone;
+		for (;;) {
+			if (trace_wait(s, &st) < 0)
+				goto gone;
+			if (!WIFSTOPPED(st))
+				goto gone;
+			if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
+				if (ptrace(PTRACE_GETREGS, s->tid, 0, &r) < 0)
+					goto gone;
+				if (!entered) {
+					entered = true;
+					if ((long)r.orig_rax != nr)
+						break; /* not ours: should not happen */
+				} else {
+					return (long)r.rax;
+				}
+				if (ptrace(PTRACE_SYSCALL, s->tid, 0, 0) < 0)
+					goto gone;
+				continue;
+			}
+			if ((st >> 16) == PTRACE_EVENT_STOP) {
+				/* A late interrupt or a group-stop: the call has not run yet. */
+				if (ptrace(PTRACE_SYSCALL, s->tid, 0, 0) < 0)
+					goto gone;
+				continue;
+			}
+			/*
+			 * A signal before the call: give the thread back its own
+			 * registers, let it take the signal as it would have, stop
+			 * it again and retry from there.
+			 */
+			if (ptrace(PTRACE_SETREGS, s->tid, 0, &s->saved) < 0 ||
+			    ptrace(PTRACE_CONT, s->tid, 0, (void *)(long)WSTOPSIG(st)) < 0)
+				goto gone;
+			s->stopped = false;
+			*err = inject_stop(s);
+			/* It ran: it may have exec()ed, with a vDSO elsewhere. */
+			if (!*err) {
+				s->syscall_ip = 0;
+				*err = find_syscall_ip(s);
+			}
+			if (*err)
+				return *err;
+			break;
+		}
+	}
+	report_set_detail("process %d kept taking signals: the injected call did not run",
+			  (int)s->tid);
+	*err = -EAGAIN;
+	return -EAGAIN;
+gone:
+	s->stopped = false;
+	*err = -ESRCH;
+	return -ESRCH;
+}
+
+/* Said only once a call was started; before that, the detail says why it stopped. */
+static void report_gone(pid_t pid, bool maybe_done)
+{
+	report_set_detail("process %d exited or exec()ed during the injected call%s", (int)pid,
+			  maybe_done ? ": the call may have run, whatever the reports say was not "
+				       "done may still have been done" : "");
+}
+
+/*
+ * End the session whatever happened in it, and fold a target that went away
+ * (during a call or at the end) into -ESRCH: the error the call returns.
+ */
+int inject_finish(struct inject_session *s, const struct thp_target *t, int err)
+{
+	if (inject_end(s) && !err)
+		err = -ESRCH;
+	if (err == -ESRCH && s->calls)
+		report_gone(t->pid, true);
+	return err;
+}
+
+#endif /* __x86_64__ */
