@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * thpd: one pass: find and match processes, apply each rule's policy, and
- * spend the CPU budget on the collapses with the highest expected gain.
+ * thpd: one pass: refresh the process table (state.c), apply each rule's
+ * policy, measure (measure.c), and spend the CPU budget on the collapses
+ * with the highest expected gain; then the totals by rule.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,14 +18,8 @@
 
 #include "thpd.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-
-#define EXTENT (2ULL << 20)
 #define FAILURES_CAP 32
 #define MAX_BACKOFF 64
-#define MAX_MEASURE_GAP 8
 #define CATCHUP_GAP_NS (50ULL * 1000000ULL)
 
 const int thpd_errnos[THPD_NERRNO - 1] = { EAGAIN, EBUSY, ENOMEM, EINVAL, EPERM };
@@ -82,71 +75,6 @@ uint64_t thpd_rss_bytes(void)
 	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-void thpd_state_init(struct thpd_state *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->nhash = 1024;
-	st->self = getpid();
-	st->hash = calloc(st->nhash, sizeof(*st->hash));
-	st->last_cpu_ns = thpd_cpu_ns();
-	st->last_wall_ns = thpd_mono_ns();
-	st->folio_source = -1;
-	{
-		struct thp_probe_info pi = { .sz = sizeof(pi) };
-
-		/* Probed once: a nohuge default cannot be seen from outside from 6.18 on. */
-		if (thp_probe(&pi) != 0)
-			memset(&pi, 0, sizeof(pi));
-		st->nohuge_hidden = pi.thp_disable_except_advised;
-		/* Anonymous sizes only: one with no "enabled" (8 KiB) is for shmem. */
-		for (uint32_t i = 0; i < pi.nr_sizes && i < THP_PROBE_MAX_SIZES; i++)
-			if (pi.sizes_source != THP_SIZES_PER_SIZE || pi.sizes[i].enabled != THP_MODE_UNKNOWN)
-				st->sizes[st->nsizes++] = pi.sizes[i].size;
-	}
-}
-
-static void proc_free(struct thpd_proc *p)
-{
-	if (p->pidfd >= 0)
-		close(p->pidfd);
-	free(p);
-}
-
-static struct thpd_proc **slot_of(struct thpd_state *st, pid_t pid)
-{
-	struct thpd_proc **pp = &st->hash[(size_t)pid % st->nhash];
-
-	while (*pp && (*pp)->pid != pid)
-		pp = &(*pp)->next;
-	return pp;
-}
-
-void thpd_forget(struct thpd_state *st, pid_t pid)
-{
-	struct thpd_proc **pp = slot_of(st, pid), *p = *pp;
-
-	if (!p)
-		return;
-	*pp = p->next;
-	proc_free(p);
-	st->nprocs--;
-}
-
-void thpd_state_free(struct thpd_state *st)
-{
-	for (size_t i = 0; i < st->nhash; i++) {
-		while (st->hash[i]) {
-			struct thpd_proc *p = st->hash[i];
-
-			st->hash[i] = p->next;
-			proc_free(p);
-		}
-	}
-	free(st->hash);
-	thpd_config_free(&st->cfg);
-	st->hash = NULL;
-}
-
 static double spend_threshold(const struct thpd_state *st);
 
 void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c)
@@ -177,257 +105,6 @@ void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c)
 	/* A reload's new rules act at the next pass, not after a debt is paid. */
 	if (st->passes && st->bucket_s < spend_threshold(st))
 		st->bucket_s = spend_threshold(st);
-}
-
-static int open_pidfd(pid_t pid)
-{
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-
-	/* libthp reads descriptor 0 as THP_SELF. */
-	if (fd == 0) {
-		int nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-
-		close(fd);
-		fd = nfd;
-	}
-	return fd;
-}
-
-int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge)
-{
-	char path[64], buf[4096];
-	const char *p;
-	unsigned long long kb;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
-	n = thpd_read_small(path, buf, sizeof(buf));
-	if (n <= 0)
-		return -1;
-	*anon = *huge = 0;
-	if ((p = strstr(buf, "\nAnonymous:")) && sscanf(p + 11, "%llu", &kb) == 1)
-		*anon = kb << 10;
-	if ((p = strstr(buf, "\nAnonHugePages:")) && sscanf(p + 15, "%llu", &kb) == 1)
-		*huge = kb << 10;
-	return 0;
-}
-
-static void forget_proc(struct thpd_state *st, struct thpd_proc *p)
-{
-	thpd_forget(st, p->pid);
-}
-
-struct scan_arg {
-	struct thpd_state *st;
-};
-
-static void visit(void *arg, pid_t pid)
-{
-	struct thpd_state *st = ((struct scan_arg *)arg)->st;
-	struct thpd_proc **pp, *p;
-	uint64_t start;
-	char comm[32];
-	int rule, r;
-
-	if (pid == st->self)
-		return;
-	pp = slot_of(st, pid);
-	p = *pp;
-	if (p && st->trust_cache && !p->stale) {
-		/* The connector reports every exec and exit: a known PID is the
-		 * same process with the same executable; only its cgroup may
-		 * have changed. */
-		if (p->kthread) {
-			p->seen = true;
-			return;
-		}
-		if (st->cfg.uses_cgroup && thpd_ident_cgroup(pid, &p->id) < 0) {
-			forget_proc(st, p);
-			return;
-		}
-	} else {
-		if (thpd_proc_stat(pid, comm, sizeof(comm), &start) < 0) {
-			if (p)
-				forget_proc(st, p);
-			return;
-		}
-		if (p && p->starttime != start) {
-			/* The PID was reused: nothing of the old process carries over. */
-			forget_proc(st, p);
-			p = NULL;
-			pp = slot_of(st, pid);
-		}
-		if (!p) {
-			p = calloc(1, sizeof(*p));
-			if (!p)
-				return;
-			p->pid = pid;
-			p->starttime = start;
-			p->pidfd = -1;
-			p->rule = -1;
-			p->backoff = 1;
-			*pp = p;
-			st->nprocs++;
-		}
-		memcpy(p->comm, comm, sizeof(comm));
-		p->stale = false;
-		r = thpd_ident_read(pid, &st->cfg, &p->id);
-		if (r < 0) {
-			forget_proc(st, p);
-			return;
-		}
-		/* Kernel threads and zombies: no executable, never matched. */
-		p->kthread = r > 0;
-	}
-	p->seen = true;
-	rule = p->kthread ? -1 : thpd_rules_match(&st->cfg, &p->id);
-	if (rule >= 0 && p->pidfd < 0) {
-		p->pidfd = open_pidfd(pid);
-		if (p->pidfd < 0) {
-			forget_proc(st, p);
-			return;
-		}
-		if (st->verbose)
-			thpd_log(LOG_DEBUG, "process %d (%s) matches rule %s", (int)pid, p->comm,
-				 st->cfg.rules[rule].name);
-	} else if (rule < 0 && p->pidfd >= 0) {
-		close(p->pidfd);
-		p->pidfd = -1;
-	}
-	if (p->rule != rule) {
-		p->rule = rule;
-		p->inject_done = false;
-		p->skipped = false;
-		p->backoff = 1;
-		p->next_try = 0;
-		p->anon_at_query = 0;
-		p->alignable = 0;
-		p->anon = p->huge = 0;
-		p->huge_at_query = 0;
-		p->sizes_known = false;
-		p->sizes_due = false;
-		p->catching_up = false;
-		p->warned = false;
-		p->measure_gap = 1;
-		p->measure_next = 0;
-	}
-}
-
-void thpd_consider(struct thpd_state *st, pid_t pid)
-{
-	struct scan_arg arg = { st };
-	struct thpd_proc *p = *slot_of(st, pid);
-
-	if (p)
-		p->stale = true; /* a new program: read everything again */
-	visit(&arg, pid);
-	p = *slot_of(st, pid);
-	if (p && p->rule >= 0 && st->cfg.rules[p->rule].policy != THPD_IGNORE)
-		st->early = true;
-}
-
-/* @now is more than 1% + one extent away from @then. */
-static bool moved(uint64_t now, uint64_t then)
-{
-	return now > then + then / 100 + EXTENT || now + then / 100 + EXTENT < then;
-}
-
-/* The folio sizes of query @q into @p (by st->sizes[]), or why there are none. */
-static void take_sizes(struct thpd_state *st, struct thpd_proc *p, const struct thp_query_opts *q)
-{
-	st->folio_source = (int)q->folio_source;
-	p->sizes_due = false;
-	p->sizes_known = q->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS;
-	if (!p->sizes_known) {
-		/* Nothing per size is exported then: zeros would read as measurements. */
-		if (!st->folio_none_logged) {
-			st->folio_none_logged = true;
-			thpd_log(LOG_NOTICE,
-				 "folio sizes not readable (process %d: pagemap shows frame numbers only "
-				 "with CAP_SYS_ADMIN, /proc/kpageflags is root's, and a mapping of a "
-				 "terabyte or more is not walked): no per-size metrics for it",
-				 (int)p->pid);
-		}
-		return;
-	}
-	p->folio_base = q->anon_base_bytes;
-	memset(p->folio_bytes, 0, sizeof(p->folio_bytes));
-	for (uint32_t i = 0; i < q->nr_sizes && i < THP_PROBE_MAX_SIZES; i++)
-		for (uint32_t k = 0; k < st->nsizes; k++)
-			if (st->sizes[k] == q->sizes[i].size)
-				p->folio_bytes[k] = q->sizes[i].bytes;
-}
-
-/*
- * @collapsing: the process's rule is huge and acts on it.  Its folio sizes
- * wait until nothing is left to collapse: the first collapses of new work
- * (a process just matched, a rule just reloaded) come before a pagemap and
- * kpageflags walk whose figures they are about to change.
- */
-static void measure(struct thpd_state *st, struct thpd_proc *p, bool collapsing)
-{
-	uint64_t anon, huge;
-	bool requery, sizes_now;
-
-	/* A process whose figures stand still is read less often, up to
-	 * every MAX_MEASURE_GAP passes: smaps_rollup walks its page tables. */
-	if (st->passes < p->measure_next)
-		return;
-	if (thpd_rollup(p->pid, &anon, &huge) < 0)
-		return;
-	if (anon == p->anon && huge == p->huge) {
-		if (p->measure_gap < MAX_MEASURE_GAP)
-			p->measure_gap *= 2;
-	} else {
-		p->measure_gap = 1;
-	}
-	p->measure_next = st->passes + p->measure_gap;
-	p->anon = anon;
-	p->huge = huge;
-	/*
-	 * A full smaps read only when the anonymous memory moved.  The folio
-	 * sizes are due then too, or when the huge memory moved while they are
-	 * known (a collapse or khugepaged moved bytes between sizes), but not
-	 * during a catch-up, which moves it every pass.  Reading them walks
-	 * pagemap and kpageflags, far dearer than smaps on memory in base
-	 * pages: they are read only while a bucket of their own, filled at
-	 * the steady CPU budget's rate, has time left, else on a later pass.
-	 * It is not the collapses' bucket, which a catch-up leaves in debt
-	 * for long after, just when the sizes have moved; their CPU is
-	 * charged to both.
-	 */
-	requery = p->anon_at_query == 0 || moved(anon, p->anon_at_query);
-	if (requery || (p->sizes_known && !p->catching_up && moved(huge, p->huge_at_query)))
-		p->sizes_due = true;
-	/* New, or a candidate of this pass (not backed off, something left). */
-	collapsing = collapsing && (p->anon_at_query == 0 ||
-				    (p->next_try <= st->passes && p->alignable >= huge + EXTENT));
-	sizes_now = p->sizes_due && st->sizes_bucket_s > 0 && !collapsing;
-	if (requery || sizes_now) {
-		THP_OPTS(thp_query_opts, q, .pidfd = p->pidfd);
-		uint64_t c0 = thpd_cpu_ns();
-		int ret;
-
-		if (sizes_now)
-			q.flags = THP_QUERY_F_FOLIO_SIZES;
-		ret = thp_query(&q);
-		if (q.flags) {
-			/* Charged now, so that the next process sees what is left. */
-			c0 = thpd_cpu_ns() - c0;
-			st->bucket_s -= (double)c0 / 1e9;
-			st->sizes_bucket_s -= (double)c0 / 1e9;
-			st->pass_sizes_ns += c0;
-		}
-		if (ret >= 0) {
-			if (q.flags)
-				take_sizes(st, p, &q);
-			p->alignable = q.anon_alignable_bytes;
-			p->anon_at_query = anon ? anon : 1;
-			p->huge_at_query = huge;
-			p->backoff = 1;
-			p->next_try = 0;
-		}
-	}
 }
 
 static int by_gain(const void *a, const void *b)
@@ -492,8 +169,8 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 		r->stats.failures[thpd_errno_slot(fail[i].error)]++;
 	if (o.extents_failed > reported)
 		r->stats.failures[THPD_NERRNO - 1] += o.extents_failed - reported;
-	r->over_budget += o.extents_over_budget * EXTENT;
-	st->work_left += o.extents_over_budget * EXTENT;
+	r->over_budget += o.extents_over_budget * THPD_EXTENT;
+	st->work_left += o.extents_over_budget * THPD_EXTENT;
 	p->huge = o.anon_huge_after;
 	if (o.extents_collapsed) {
 		st->catchup = true;
@@ -542,7 +219,6 @@ uint64_t thpd_next_pass_ns(const struct thpd_state *st)
 
 void thpd_pass(struct thpd_state *st)
 {
-	struct scan_arg arg = { st };
 	struct thpd_proc **cand = NULL;
 	size_t ncand = 0, cap = 0;
 	uint64_t cpu, wall, t0 = thpd_mono_ns();
@@ -571,12 +247,7 @@ void thpd_pass(struct thpd_state *st)
 	st->pass_sizes_ns = 0;
 	st->work_left = 0;
 
-	for (size_t i = 0; i < st->nhash; i++)
-		for (struct thpd_proc *p = st->hash[i]; p; p = p->next)
-			p->seen = false;
-	st->trust_cache = thpd_scan_has_connector(st->scan) && !st->events_lost;
-	st->events_lost = false;
-	thpd_scan_proc(visit, &arg);
+	thpd_refresh(st);
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
 		struct thpd_rule *r = &st->cfg.rules[i];
 
@@ -585,19 +256,9 @@ void thpd_pass(struct thpd_state *st)
 		memset(r->folio_bytes, 0, sizeof(r->folio_bytes));
 	}
 	for (size_t i = 0; i < st->nhash; i++) {
-		struct thpd_proc **pp = &st->hash[i];
-
-		while (*pp) {
-			struct thpd_proc *p = *pp;
+		for (struct thpd_proc *p = st->hash[i]; p; p = p->next) {
 			struct thpd_rule *r;
 
-			if (!p->seen) {
-				*pp = p->next;
-				proc_free(p);
-				st->nprocs--;
-				continue;
-			}
-			pp = &p->next;
 			if (p->rule < 0)
 				continue;
 			r = &st->cfg.rules[p->rule];
@@ -609,11 +270,11 @@ void thpd_pass(struct thpd_state *st)
 					thpd_inject(p, r);
 				p->inject_done = true;
 			}
-			measure(st, p, r->policy == THPD_HUGE && !p->skipped);
-			if (!(r->policy == THPD_HUGE && !p->skipped && p->alignable >= p->huge + EXTENT))
+			thpd_measure(st, p, r->policy == THPD_HUGE && !p->skipped);
+			if (!(r->policy == THPD_HUGE && !p->skipped && p->alignable >= p->huge + THPD_EXTENT))
 				p->catching_up = false; /* nothing left: its sizes may be read again */
 			if (r->policy == THPD_HUGE && !p->skipped && p->next_try <= st->passes &&
-			    p->alignable >= p->huge + EXTENT) {
+			    p->alignable >= p->huge + THPD_EXTENT) {
 				if (ncand == cap) {
 					size_t ncap = cap ? cap * 2 : 64;
 					struct thpd_proc **n = realloc(cand, ncap * sizeof(*n));

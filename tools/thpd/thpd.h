@@ -20,6 +20,9 @@ enum thpd_policy {
 	THPD_IGNORE,
 };
 
+/* The PMD size thpd collapses to (x86_64 and the others with 4 KiB pages). */
+#define THPD_EXTENT (2ULL << 20)
+
 /* The errnos a collapse failure is counted under; the last slot is "other". */
 #define THPD_NERRNO 6
 extern const int thpd_errnos[THPD_NERRNO - 1];
@@ -103,12 +106,12 @@ int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 		    void (*on_exit)(void *, pid_t), void *arg);
 /* Call @fn for every process in /proc. */
 int thpd_scan_proc(void (*fn)(void *, pid_t), void *arg);
-/* comm and starttime from /proc/PID/stat; -1 when gone. */
 /* A small /proc file whole, NUL-terminated: its length, or -1. */
 ssize_t thpd_read_small(const char *path, char *buf, size_t cap);
+/* comm and starttime from /proc/PID/stat; -1 when gone. */
 int thpd_proc_stat(pid_t pid, char *comm, size_t commlen, uint64_t *starttime);
 
-/* policy.c */
+/* An entry of the process table, and the daemon's state (state.c, measure.c, policy.c). */
 struct thpd_proc {
 	pid_t pid;
 	uint64_t starttime;
@@ -168,19 +171,24 @@ struct thpd_state {
 	bool folio_none_logged;
 };
 
-void thpd_state_init(struct thpd_state *st);
-void thpd_state_free(struct thpd_state *st);
+/* policy.c */
 /* New rules: processes are matched again, counters are carried by rule name. */
 void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c);
 void thpd_pass(struct thpd_state *st);
 /* When the next pass is due after one that just ended, in ns from now. */
 uint64_t thpd_next_pass_ns(const struct thpd_state *st);
-void thpd_forget(struct thpd_state *st, pid_t pid);
-/* Match one process now (an exec event); sets st->early when a rule acts on it. */
-void thpd_consider(struct thpd_state *st, pid_t pid);
 uint64_t thpd_cpu_ns(void);
 uint64_t thpd_mono_ns(void);
 uint64_t thpd_rss_bytes(void);
+
+/* state.c: the process table. */
+void thpd_state_init(struct thpd_state *st);
+void thpd_state_free(struct thpd_state *st);
+void thpd_forget(struct thpd_state *st, pid_t pid);
+/* The /proc walk of a pass: entries read or trusted, matched; the gone ones dropped. */
+void thpd_refresh(struct thpd_state *st);
+/* Match one process now (an exec event); sets st->early when a rule acts on it. */
+void thpd_consider(struct thpd_state *st, pid_t pid);
 
 /* metrics.c: text into a malloc'd buffer; NULL on out of memory. */
 char *thpd_metrics_text(const struct thpd_state *st, size_t *len);
@@ -189,8 +197,12 @@ char *thpd_rules_text(const struct thpd_state *st, size_t *len);
 int thpd_metrics_write_file(const struct thpd_state *st, const char *path);
 /* A folio size as a label value: "64K", "2M"; @buf of 24 bytes at least. */
 const char *thpd_size_label(uint64_t size, char *buf, size_t len);
+
+/* measure.c */
 /* smaps_rollup: Anonymous and AnonHugePages of PID in bytes. */
 int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge);
+/* Refresh @p's figures as due; @collapsing: its rule is huge and acts on it. */
+void thpd_measure(struct thpd_state *st, struct thpd_proc *p, bool collapsing);
 
 /* own_policy.c */
 /* 1: a setuid/setgid (or file-capability) program, or cannot tell; 0 not; -1 gone. */
