@@ -381,12 +381,6 @@ int run_suite(Suite *s)
 	}
 	if (why)
 		fprintf(stderr, "CI=true, so running although %s\n", why);
-	/*
-	 * Check's default 4 KiB cap turns a failure whose message quotes a
-	 * command's output (thpctl status, a JSON report) into "Message string
-	 * too long" and loses the reason; CK_MAX_MSG_SIZE still overrides this.
-	 */
-	check_set_max_msg_size(256 * 1024);
 	sr = srunner_create(s);
 
 	srunner_run_all(sr, CK_NORMAL);

@@ -348,10 +348,10 @@ START_TEST(status_coverage_and_collapse)
 	/* Either state's words while khugepaged changed it during the read. */
 	ck_assert_msg(low_coverage_words(r.out, c.huge) ||
 			      (c2.huge != c.huge && low_coverage_words(r.out, c2.huge)),
-		      "%llu kB huge, status text: %s", (unsigned long long)(c.huge >> 10), r.out);
+		      "%llu kB huge, status text: %.1500s", (unsigned long long)(c.huge >> 10), r.out);
 	ck_assert_msg(!strstr(r.out, "policy: huge\n"), "plain \"huge\" with low coverage");
 	thpctl_cmd(&r, "status", "-p", pid, "--json", NULL);
-	ck_assert_msg(strstr(r.out, "\"low\": true"), "status json: %s", r.out);
+	ck_assert_msg(strstr(r.out, "\"low\": true"), "status json: %.1500s", r.out);
 
 	/* A little huge memory: the other words.  3: the kernel had no huge page at hand. */
 	thpctl_cmd(&r, "collapse", "-p", pid, "--budget", "4M");
@@ -359,7 +359,7 @@ START_TEST(status_coverage_and_collapse)
 	anon_coverage(w.pid, &c);
 	if (c.huge && c.huge * 2 < c.alignable) {
 		thpctl_cmd(&r, "status", "-p", pid, NULL, NULL);
-		ck_assert_msg(low_coverage_words(r.out, c.huge), "%llu kB huge, status text: %s",
+		ck_assert_msg(low_coverage_words(r.out, c.huge), "%llu kB huge, status text: %.1500s",
 			      (unsigned long long)(c.huge >> 10), r.out);
 	}
 
@@ -383,12 +383,12 @@ START_TEST(status_coverage_and_collapse)
 
 	thpctl_cmd(&r, "status", "-p", pid, NULL, NULL);
 	ck_assert_msg(strstr(r.out, "policy: huge\n") && !strstr(r.out, "warning:"),
-		      "status after collapse: %s", r.out);
+		      "status after collapse: %.1500s", r.out);
 	/* A second pass finds nothing to do. */
 	thpctl_cmd(&r, "collapse", "-p", pid, "--json", NULL);
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_msg(strstr(r.out, "\"extents_collapsed\": 0") &&
-			      strstr(r.out, "\"command\": \"collapse\""), "json: %s", r.out);
+			      strstr(r.out, "\"command\": \"collapse\""), "json: %.1500s", r.out);
 	ck_assert_int_eq(workload_stop(&w, &r), 0);
 }
 END_TEST
