@@ -54,6 +54,7 @@
 /* Kernel constants the 6.1 headers lack, shared with the library. */
 #include "compat.h"
 /* now_ns(), clock_ns(): the library's clocks. */
+#include "bench_stats.h"
 #include "clock_ns.h"
 #include "../tests/read_file.h"
 
@@ -74,55 +75,6 @@ static double mono_ns(void)
 static double cpu_ns(void)
 {
 	return (double)clock_ns(CLOCK_THREAD_CPUTIME_ID);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-struct stat3 {
-	double med, min, max;
-};
-
-/* The most samples a statistic takes (the largest *_REPS below). */
-#define MAX_REPS 128
-
-static struct stat3 stats(const double *v, size_t n)
-{
-	double s[MAX_REPS];
-	struct stat3 r;
-
-	if (n > MAX_REPS)
-		n = MAX_REPS;
-	memcpy(s, v, n * sizeof(*s));
-	qsort(s, n, sizeof(*s), cmp_double);
-	r.min = s[0];
-	r.max = s[n - 1];
-	r.med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-	return r;
-}
-
-/* Two sides measured in the same repetitions, and their ratio a / b per repetition. */
-struct compare {
-	struct stat3 a, b, ratio;
-};
-
-static struct compare compare(const double *a, const double *b, size_t reps)
-{
-	double ratio[MAX_REPS];
-	struct compare c;
-
-	if (reps > MAX_REPS)
-		reps = MAX_REPS;
-	for (size_t i = 0; i < reps; i++)
-		ratio[i] = a[i] / b[i];
-	c.a = stats(a, reps);
-	c.b = stats(b, reps);
-	c.ratio = stats(ratio, reps);
-	return c;
 }
 
 /* --json FILE: every compared row also as one JSON object (bench/charts.py). */
