@@ -14,6 +14,8 @@
  *    Where the caller can read folio sizes (kpageflags), each extent's
  *    pages are counted by folio size first: memory in smaller large folios
  *    is reported as such, and kept when the PMD size is set to never.
+ *    Not where the kernel says no such folio exists (its per-size
+ *    counters): reading kpageflags run by run cost more than the pass.
  *    An extent whose pages are mostly mapped by another process too (a
  *    fork's copy-on-write pages) is left alone, as khugepaged does:
  *    collapsing would copy them.
@@ -55,6 +57,7 @@ struct pass {
 	struct folio_scan fs;
 	bool fs_open;    /* fs is open */
 	bool folios;     /* folio sizes are read */
+	bool small_none; /* the kernel says no smaller large anonymous folio exists: none read */
 	bool pmd_never;  /* per-size controls say never for the PMD size */
 	unsigned int pmd_order;
 	uint64_t small_before, small_collapsed;
@@ -335,7 +338,7 @@ static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 				continue;
 			}
 		}
-		if (p->folios) {
+		if (p->folios && !p->small_none) {
 			struct folio_counts fc;
 			uint64_t small = 0;
 
@@ -411,6 +414,8 @@ static void folios_open(struct pass *p)
 	while ((p->page << p->pmd_order) < p->pmd)
 		p->pmd_order++;
 	p->folios = p->fs_open = folio_scan_open(&p->fs, p->t, (size_t)p->page, p->pmd) == 0;
+	/* Then every extent's count is 0 without a kpageflags read per folio run. */
+	p->small_none = p->folios && folio_small_anon_none(p->pmd) == 1;
 }
 
 static int run_pass(struct pass *p)

@@ -40,5 +40,12 @@ int folio_scan_open(struct folio_scan *fs, const struct thp_target *t, size_t pa
  */
 int folio_scan_range(struct folio_scan *fs, uint64_t start, uint64_t end, struct folio_counts *c);
 void folio_scan_close(struct folio_scan *fs);
+/*
+ * 1 when the kernel says no anonymous folio larger than a page and smaller
+ * than @pmd_size exists anywhere now: it has no such sizes (before 6.8),
+ * or every such size's counter (hugepages-SIZEkB/stats/nr_anon) reads 0.
+ * 0 when one exists, or a counter is missing (before 6.12) or unreadable.
+ */
+int folio_small_anon_none(uint64_t pmd_size);
 
 #endif

@@ -647,7 +647,9 @@ struct thp_collapse_opts {
 	/**
 	 * Out: of the extents the pass looked at (whole, resident, not
 	 * PMD-mapped), the anonymous bytes in large folios smaller than the
-	 * PMD size before the pass; 0 when folio_source is none.
+	 * PMD size before the pass; 0 when folio_source is none, and 0 without
+	 * a page read where the kernel counts no such folio (hugepages-SIZEkB/
+	 * stats/nr_anon all 0, or no per-size controls before 6.8).
 	 */
 	uint64_t small_folio_bytes_before;
 	/** Out: small_folio_bytes_before less the part the collapsed extents held. */
