@@ -268,7 +268,7 @@ int folio_small_anon_none(uint64_t pmd_size)
 			 "/sys/kernel/mm/transparent_hugepage/hugepages-%llukB/stats/nr_anon",
 			 (unsigned long long)(pi.sizes[i].size >> 10));
 		n = sys_read_file(path, buf, sizeof(buf));
-		/* No counter (6.8 - 6.11) or not readable: not known. */
+		/* No counter (a kernel older than the counters) or not readable: not known. */
 		if (n <= 0 || buf[0] < '0' || buf[0] > '9' || strtoull(buf, NULL, 10) != 0)
 			return 0;
 		counted = true;

@@ -44,7 +44,7 @@ void folio_scan_close(struct folio_scan *fs);
  * 1 when the kernel says no anonymous folio larger than a page and smaller
  * than @pmd_size exists anywhere now: it has no such sizes (before 6.8),
  * or every such size's counter (hugepages-SIZEkB/stats/nr_anon) reads 0.
- * 0 when one exists, or a counter is missing (before 6.12) or unreadable.
+ * 0 when one exists, or a counter is missing (6.12 has them) or unreadable.
  */
 int folio_small_anon_none(uint64_t pmd_size);
 
