@@ -103,6 +103,8 @@ struct procmap_query {
 #define PM_FILE (1ULL << 61) /* file page or shared anonymous */
 #define PM_MMAP_EXCLUSIVE (1ULL << 56)
 #define PM_PFN_MASK ((1ULL << 55) - 1)
+/* /proc/kpageflags: the shared zero page (include/uapi/linux/kernel-page-flags.h). */
+#define KPF_ZERO_PAGE (1ULL << 24)
 
 /* PAGEMAP_SCAN (6.7), from <linux/fs.h>: page categories of a range in one ioctl. */
 #ifndef PAGEMAP_SCAN

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "compat.h"
 #include "extent_count.h"
@@ -106,6 +107,42 @@ static long read_entries(struct extent_count *ec, uint64_t start, uint64_t *entr
 	return n < 0 ? n : n / (long)sizeof(entries[0]);
 }
 
+/*
+ * The zero page's frame: a page of the caller's, read and never written,
+ * maps it.  Taken only when kpageflags confirms it (root), so that a page
+ * the caller's mlockall() made real is never taken for it.
+ */
+static void learn_zero_pfn(struct extent_count *ec)
+{
+	uint64_t e = 0, flags = 0;
+	volatile const char *p;
+	int fd;
+
+	ec->zero_pfn_tried = true;
+	p = sys_mmap_anon(NULL, (size_t)ec->page, PROT_READ);
+	if (!p)
+		return;
+	(void)*p;
+	fd = sys_open("/proc/self/pagemap", O_RDONLY);
+	if (fd >= 0) {
+		if (sys_pread(fd, &e, sizeof(e), (off_t)((uintptr_t)p / ec->page * sizeof(e))) !=
+		    (long)sizeof(e))
+			e = 0;
+		sys_close(fd);
+	}
+	sys_munmap((void *)(uintptr_t)p, (size_t)ec->page);
+	if (!(e & PM_PRESENT) || !(e & PM_PFN_MASK))
+		return;
+	fd = sys_open("/proc/kpageflags", O_RDONLY);
+	if (fd < 0)
+		return;
+	if (sys_pread(fd, &flags, sizeof(flags), (off_t)((e & PM_PFN_MASK) * sizeof(flags))) ==
+		    (long)sizeof(flags) &&
+	    (flags & KPF_ZERO_PAGE))
+		ec->zero_pfn = e & PM_PFN_MASK;
+	sys_close(fd);
+}
+
 /* Without the ioctl: a PMD-mapped extent shows as aligned, contiguous frames. */
 static int count_by_read(struct extent_count *ec, uint64_t start, uint64_t end,
 			 uint32_t *present, uint32_t *shared)
@@ -113,6 +150,8 @@ static int count_by_read(struct extent_count *ec, uint64_t start, uint64_t end,
 	uint64_t entries[EXTENT_ENTRIES];
 	uint64_t per = ec->pmd / ec->page;
 
+	if (!ec->zero_pfn_tried)
+		learn_zero_pfn(ec);
 	for (uint64_t s = start; s < end; s += ec->pmd) {
 		long n = read_entries(ec, s, entries);
 		uint32_t have = 0, not_exclusive = 0;
@@ -124,6 +163,12 @@ static int count_by_read(struct extent_count *ec, uint64_t start, uint64_t end,
 		pfn0 = n ? entries[0] & PM_PFN_MASK : 0;
 		contiguous = pfn0 && pfn0 % per == 0;
 		for (long i = 0; i < n; i++) {
+			/* Neither the process's memory nor shared with another: empty. */
+			if (ec->zero_pfn && (entries[i] & PM_PRESENT) &&
+			    (entries[i] & PM_PFN_MASK) == ec->zero_pfn) {
+				contiguous = false;
+				continue;
+			}
 			have += !!(entries[i] & PM_PRESENT);
 			not_exclusive += (entries[i] & (PM_PRESENT | PM_MMAP_EXCLUSIVE)) == PM_PRESENT;
 			/* No page of memory has frame 0: the kernel hid them. */

@@ -20,6 +20,13 @@ struct extent_count {
 	 * PAGEMAP_SCAN a PMD-mapped extent then looks like one of base pages.
 	 */
 	bool pfns_hidden;
+	/*
+	 * The shared zero page's frame (0: not known).  Before 6.7 an entry
+	 * mapping it looks like a page shared with another process; it is
+	 * neither resident memory of the process nor shared.
+	 */
+	uint64_t zero_pfn;
+	bool zero_pfn_tried;
 };
 
 void extent_count_init(struct extent_count *ec, uint64_t pmd, uint64_t page);
@@ -27,8 +34,9 @@ void extent_count_init(struct extent_count *ec, uint64_t pmd, uint64_t page);
 int extent_count_open(struct extent_count *ec, const struct thp_target *t);
 /*
  * For each extent of [start, end) (PMD aligned; the arrays hold one entry
- * per extent): @present its resident pages, 0 where it is empty or PMD-mapped already,
- * the zero page not counted where PAGEMAP_SCAN says so.  @shared: its
+ * per extent): @present its resident pages, 0 where it is empty or
+ * PMD-mapped already; the zero page is not counted where PAGEMAP_SCAN or
+ * the page frames (CAP_SYS_ADMIN and kpageflags) tell it.  @shared: its
  * present pages that this process does not map alone, filled only where
  * entries were read (no_scan_ioctl); extent_count_shared() completes it.
  */

@@ -15,7 +15,6 @@
 #define KPF_COMPOUND_HEAD (1ULL << 15)
 #define KPF_COMPOUND_TAIL (1ULL << 16)
 #define KPF_THP (1ULL << 22)
-#define KPF_ZERO_PAGE (1ULL << 24)
 
 /*
  * Pagemap entries read a time: 64 KiB of entries cover 32 MiB of address

@@ -258,6 +258,78 @@ START_TEST(bad_limit_changes_nothing)
 }
 END_TEST
 
+/* Page frame numbers in this process's pagemap: CAP_SYS_ADMIN. */
+static bool frames_visible(void)
+{
+	static char page[4096];
+	uint64_t e = 0;
+	FILE *f = fopen("/proc/self/pagemap", "re");
+
+	ck_assert(f != NULL);
+	page[0] = 1;
+	ck_assert_int_eq(fseeko(f, (off_t)((uintptr_t)page / 4096 * 8), SEEK_SET), 0);
+	ck_assert_int_eq(fread(&e, sizeof(e), 1, f), 1);
+	fclose(f);
+	return (e & ((1ULL << 55) - 1)) != 0;
+}
+
+/*
+ * Pages read but never written map the shared zero page: not memory of
+ * another process, and khugepaged counts them as empty.  An extent of 400
+ * such pages and 112 written ones is not "shared".  Before 6.7 (pagemap
+ * entries) that shows only where the page frames are visible, else the
+ * extent is left alone, as documented.
+ */
+static void zero_pages_round(bool by_scan)
+{
+	char *m = map_aligned(2, 0);
+	volatile char sink = 0;
+	bool expect_collapse = by_scan || frames_visible();
+
+	if (!by_scan)
+		ck_assert_msg(fail_pagemap_scan() == 0, "seccomp: %s", strerror(errno));
+	for (size_t i = 0; i < PAGES; i++) {
+		if (i % 5 < 4 && i < 500)
+			sink += m[i * 4096]; /* 400 pages: the zero page */
+		else
+			m[i * 4096] = (char)(i | 1); /* 112 pages of its own */
+	}
+	(void)sink;
+	ck_assert_uint_eq(range_anon_huge(0, (uintptr_t)m, PMD_SZ), 0);
+	THP_OPTS(thp_collapse_opts, o, .pidfd = THP_SELF);
+	ck_assert_int_ge(thp_collapse(&o), 0);
+	if (expect_collapse) {
+		ck_assert_msg(o.extents_collapsed == 1 && o.extents_shared == 0,
+			      "%s: collapsed %" PRIu64 ", shared %" PRIu64 " (zero pages taken "
+			      "for shared ones)",
+			      by_scan ? "scan" : "entries", o.extents_collapsed, o.extents_shared);
+		ck_assert_uint_eq(range_anon_huge(0, (uintptr_t)m, PMD_SZ), PMD_SZ);
+	} else {
+		ck_assert_uint_eq(o.extents_shared, 1);
+		ck_assert_uint_eq(range_anon_huge(0, (uintptr_t)m, PMD_SZ), 0);
+	}
+	for (size_t i = 0; i < PAGES; i++)
+		ck_assert_int_eq(m[i * 4096], i % 5 < 4 && i < 500 ? 0 : (char)(i | 1));
+	munmap(m, 2 * PMD_SZ);
+}
+
+START_TEST(zero_pages_not_shared)
+{
+	if (refused_here())
+		return;
+	zero_pages_round(true);
+}
+END_TEST
+
+/* A process of its own (CK_FORK): the seccomp filter stays there. */
+START_TEST(zero_pages_not_shared_by_entries)
+{
+	if (refused_here())
+		return;
+	zero_pages_round(false);
+}
+END_TEST
+
 /* A caller built against the 0.2 struct without the limit: khugepaged's
  * limit applies, and nothing is written past its struct. */
 START_TEST(older_struct_gets_default)
@@ -305,6 +377,8 @@ static Suite *collapse_shared_suite(void)
 	tcase_add_test(tc, shared_by_pagemap_entries);
 	tcase_add_test(tc, bad_limit_changes_nothing);
 	tcase_add_test(tc, older_struct_gets_default);
+	tcase_add_test(tc, zero_pages_not_shared);
+	tcase_add_test(tc, zero_pages_not_shared_by_entries);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -703,7 +703,9 @@ struct thp_collapse_opts {
  * mapped by another process too are collapsed, in address order, until
  * the budget is spent.  The shared pages are told by pagemap's
  * "exclusively mapped" bit; before 6.7 (no PAGEMAP_SCAN) pages of the
- * shared zero page count as shared too.  A caller whose struct is shorter
+ * shared zero page are told apart only by a caller who can see page frames
+ * and read kpageflags (root); for others they count as shared, and as
+ * resident.  A caller whose struct is shorter
  * than THP_COLLAPSE_OPTS_SIZE_VER2 gets khugepaged's limit and no count.
  * Collapsing does not change contents.  Extents that
  * vanish or change while the pass runs are reported as refused, not fatal.
