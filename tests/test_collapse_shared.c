@@ -298,14 +298,14 @@ static void zero_pages_round(bool by_scan)
 	ck_assert_uint_eq(range_anon_huge(0, (uintptr_t)m, PMD_SZ), 0);
 	THP_OPTS(thp_collapse_opts, o, .pidfd = THP_SELF);
 	ck_assert_int_ge(thp_collapse(&o), 0);
+	/* The pass is over the whole process: under ASan its allocator's extents too. */
 	if (expect_collapse) {
-		ck_assert_msg(o.extents_collapsed == 1 && o.extents_shared == 0,
-			      "%s: collapsed %" PRIu64 ", shared %" PRIu64 " (zero pages taken "
-			      "for shared ones)",
+		ck_assert_msg(range_anon_huge(0, (uintptr_t)m, PMD_SZ) == PMD_SZ,
+			      "%s: the extent is not huge: collapsed %" PRIu64 ", shared %" PRIu64
+			      " (zero pages taken for shared ones)",
 			      by_scan ? "scan" : "entries", o.extents_collapsed, o.extents_shared);
-		ck_assert_uint_eq(range_anon_huge(0, (uintptr_t)m, PMD_SZ), PMD_SZ);
 	} else {
-		ck_assert_uint_eq(o.extents_shared, 1);
+		ck_assert_uint_ge(o.extents_shared, 1);
 		ck_assert_uint_eq(range_anon_huge(0, (uintptr_t)m, PMD_SZ), 0);
 	}
 	for (size_t i = 0; i < PAGES; i++)
