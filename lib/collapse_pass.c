@@ -415,7 +415,7 @@ static void folios_open(struct pass *p)
 		p->pmd_order++;
 	p->folios = p->fs_open = folio_scan_open(&p->fs, p->t, (size_t)p->page, p->pmd) == 0;
 	/* Then every extent's count is 0 without a kpageflags read per folio run. */
-	p->small_none = p->folios && folio_small_anon_none(p->pmd) == 1;
+	p->small_none = p->folios && folio_small_anon_none(&pi, p->pmd) == 1;
 }
 
 static int run_pass(struct pass *p)

@@ -244,28 +244,25 @@ int folio_scan_range(struct folio_scan *fs, uint64_t start, uint64_t end, struct
 	return 0;
 }
 
-int folio_small_anon_none(uint64_t pmd_size)
+int folio_small_anon_none(const struct thp_probe_info *pi, uint64_t pmd_size)
 {
-	struct thp_probe_info pi;
 	bool counted = false;
 
-	memset(&pi, 0, sizeof(pi));
-	caps_folio_sizes(&pi);
 	/* Before 6.8 anonymous memory is in base pages or PMD-size folios only. */
-	if (pi.sizes_source == THP_SIZES_PMD_ONLY)
+	if (pi->sizes_source == THP_SIZES_PMD_ONLY)
 		return 1;
-	if (pi.sizes_source != THP_SIZES_PER_SIZE)
+	if (pi->sizes_source != THP_SIZES_PER_SIZE)
 		return 0;
-	for (uint32_t i = 0; i < pi.nr_sizes && i < THP_PROBE_MAX_SIZES; i++) {
+	for (uint32_t i = 0; i < pi->nr_sizes && i < THP_PROBE_MAX_SIZES; i++) {
 		char path[112], buf[32];
 		long n;
 
 		/* No "enabled": a size for shmem only, never anonymous. */
-		if (pi.sizes[i].size >= pmd_size || pi.sizes[i].enabled == THP_MODE_UNKNOWN)
+		if (pi->sizes[i].size >= pmd_size || pi->sizes[i].enabled == THP_MODE_UNKNOWN)
 			continue;
 		snprintf(path, sizeof(path),
 			 "/sys/kernel/mm/transparent_hugepage/hugepages-%llukB/stats/nr_anon",
-			 (unsigned long long)(pi.sizes[i].size >> 10));
+			 (unsigned long long)(pi->sizes[i].size >> 10));
 		n = sys_read_file(path, buf, sizeof(buf));
 		/* No counter (a kernel older than the counters) or not readable: not known. */
 		if (n <= 0 || buf[0] < '0' || buf[0] > '9' || strtoull(buf, NULL, 10) != 0)

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct thp_probe_info;
 struct thp_target;
 
 /* Orders counted one by one; a larger folio counts as other. */
@@ -45,7 +46,8 @@ void folio_scan_close(struct folio_scan *fs);
  * than @pmd_size exists anywhere now: it has no such sizes (before 6.8),
  * or every such size's counter (hugepages-SIZEkB/stats/nr_anon) reads 0.
  * 0 when one exists, or a counter is missing (6.12 has them) or unreadable.
+ * @pi: the folio sizes as caps_folio_sizes() read them.
  */
-int folio_small_anon_none(uint64_t pmd_size);
+int folio_small_anon_none(const struct thp_probe_info *pi, uint64_t pmd_size);
 
 #endif
