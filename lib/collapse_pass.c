@@ -414,8 +414,13 @@ static void folios_open(struct pass *p)
 	while ((p->page << p->pmd_order) < p->pmd)
 		p->pmd_order++;
 	p->folios = p->fs_open = folio_scan_open(&p->fs, p->t, (size_t)p->page, p->pmd) == 0;
-	/* Then every extent's count is 0 without a kpageflags read per folio run. */
-	p->small_none = p->folios && folio_small_anon_none(&pi, p->pmd) == 1;
+	/*
+	 * Then every extent's count is 0 without a kpageflags read per folio
+	 * run.  Frames hidden: the scan of the first extent finds that out and
+	 * the source is none, as the figures are for such a caller.
+	 */
+	p->small_none = p->folios && folio_small_anon_none(&pi, p->pmd) == 1 &&
+			folio_frames_visible() == 1;
 }
 
 static int run_pass(struct pass *p)

@@ -271,3 +271,19 @@ int folio_small_anon_none(const struct thp_probe_info *pi, uint64_t pmd_size)
 	}
 	return counted;
 }
+
+int folio_frames_visible(void)
+{
+	uint64_t here = 0, e = 0;
+	int fd = sys_open("/proc/self/pagemap", O_RDONLY);
+	uint64_t page = caps_get()->page_size;
+
+	if (fd < 0)
+		return 0;
+	/* @here is on this thread's stack: a present page. */
+	if (sys_pread(fd, &e, sizeof(e), (off_t)((uintptr_t)&here / page * sizeof(e))) !=
+	    (long)sizeof(e))
+		e = 0;
+	sys_close(fd);
+	return (e & PM_PRESENT) && (e & PM_PFN_MASK);
+}

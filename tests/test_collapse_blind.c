@@ -115,6 +115,7 @@ static unsigned int pass(char *m, uint64_t budget, const char *layout)
 {
 	uint64_t before = process_anon_huge(), after;
 	uint64_t range_before = range_anon_huge(0, (uintptr_t)m, EXTENTS * PMD_SZ);
+	unsigned int gained;
 	THP_OPTS(thp_collapse_opts, o, .pidfd = THP_SELF, .budget_bytes = budget * PMD_SZ);
 	int ret = thp_collapse(&o);
 
@@ -133,8 +134,19 @@ static unsigned int pass(char *m, uint64_t budget, const char *layout)
 			      "layout %s: %" PRIu64 " collapsed with a budget of %" PRIu64
 			      " while the mapping has small extents left",
 			      layout, o.extents_collapsed, budget);
-	return (unsigned int)((range_anon_huge(0, (uintptr_t)m, EXTENTS * PMD_SZ) - range_before) /
-			      PMD_SZ);
+	gained = (unsigned int)((range_anon_huge(0, (uintptr_t)m, EXTENTS * PMD_SZ) - range_before) /
+				PMD_SZ);
+	/*
+	 * An extent collapsed was looked at by folio size first: without
+	 * frames that says nothing, so no figures, even where the kernel
+	 * counts no small folio.  (A pass that looks at no extent keeps the
+	 * source: its figures, 0, hold without a look.)
+	 */
+	if (gained)
+		ck_assert_msg(o.folio_source == THP_FOLIO_SOURCE_NONE,
+			      "layout %s: folio source %u without frame numbers", layout,
+			      o.folio_source);
+	return gained;
 }
 
 /*
