@@ -251,6 +251,17 @@ bool in_ci(void)
 	return ci && !strcmp(ci, "true");
 }
 
+bool page_frames_readable(void)
+{
+	char buf[4096];
+	const char *p;
+
+	if (geteuid() != 0 || read_file("/proc/self/status", buf, sizeof(buf)) <= 0)
+		return false;
+	p = strstr(buf, "\nCapEff:");
+	return p && (strtoull(p + 8, NULL, 16) >> 21 & 1);
+}
+
 unsigned int sysfs_thp_mode(void)
 {
 	char buf[128];

@@ -87,6 +87,12 @@ void touch_range(void *p, size_t len);
 /* True when the environment variable CI is "true" (tests must not skip). */
 bool in_ci(void);
 
+/*
+ * This process may read page frames: pagemap shows frame numbers
+ * (CAP_SYS_ADMIN in CapEff, bit 21) and /proc/kpageflags is root's.
+ */
+bool page_frames_readable(void);
+
 /* Read /sys/kernel/mm/transparent_hugepage/enabled: 0 always, 1 madvise, 2 never, 3 unknown. */
 unsigned int sysfs_thp_mode(void);
 

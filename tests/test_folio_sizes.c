@@ -23,21 +23,6 @@
 #define U(p) ((uint64_t)(uintptr_t)(p))
 #define MIB (1024ull * 1024)
 
-/*
- * Frame numbers are visible: CAP_SYS_ADMIN (bit 21 of CapEff) for pagemap,
- * root for /proc/kpageflags.
- */
-static bool pfns_visible(void)
-{
-	char buf[4096];
-	const char *p;
-
-	if (geteuid() != 0 || read_file("/proc/self/status", buf, sizeof(buf)) <= 0)
-		return false;
-	p = strstr(buf, "\nCapEff:");
-	return p && (strtoull(p + 8, NULL, 16) >> 21 & 1);
-}
-
 /* Query [p, p+len) of @pidfd by folio size; exactly one mapping expected. */
 static void query_one(int pidfd, void *p, size_t len, struct thp_query_opts *q,
 		      struct thp_mapping_folios *mf)
@@ -74,7 +59,7 @@ static void check_against_ref(pid_t pid, int pidfd, void *p, size_t len, const c
 	memset(&mf, 0xee, sizeof(mf));
 	query_one(pidfd, p, len, &q, &mf);
 	ck_assert_uint_ge(q.nr_sizes, 1);
-	if (!pfns_visible()) {
+	if (!page_frames_readable()) {
 		ck_assert_uint_eq(q.folio_source, THP_FOLIO_SOURCE_NONE);
 		for (uint32_t i = 0; i < q.nr_sizes; i++)
 			ck_assert_uint_eq(q.sizes[i].bytes, 0);
@@ -131,7 +116,7 @@ START_TEST(sizes_huge_advised)
 	check_against_ref(0, THP_SELF, p, 32 * MIB, "huge-advised");
 	query_one(THP_SELF, p, 32 * MIB, &q, NULL);
 	ck_assert_int_eq(smaps_lookup(0, U(p), &si), 0);
-	if (pfns_visible()) {
+	if (page_frames_readable()) {
 		ck_assert_msg(pmd_bytes(&q) == si.anon_huge, "2 MiB folios %llu, AnonHugePages %llu",
 			      (unsigned long long)pmd_bytes(&q), (unsigned long long)si.anon_huge);
 		/* The host's 2 MiB is inherit, its mode madvise: the mapping is huge. */
@@ -150,7 +135,7 @@ START_TEST(sizes_nohuge_base_only)
 	touch_range(p, 8 * MIB);
 	check_against_ref(0, THP_SELF, p, 8 * MIB, "nohuge");
 	query_one(THP_SELF, p, 8 * MIB, &q, NULL);
-	if (pfns_visible()) {
+	if (page_frames_readable()) {
 		ck_assert_uint_eq(q.anon_base_bytes, 8 * MIB);
 		ck_assert_uint_eq(q.anon_other_bytes, 0);
 	}
@@ -170,7 +155,7 @@ START_TEST(sizes_partial_folio)
 	touch_range(p, 8 * MIB);
 	ck_assert_int_eq(munmap(p, MIB), 0);
 	check_against_ref(0, THP_SELF, p + MIB, 7 * MIB, "partial folio");
-	if (pfns_visible()) {
+	if (page_frames_readable()) {
 		struct thp_query_opts q;
 
 		query_one(THP_SELF, p + MIB, 7 * MIB, &q, NULL);
@@ -266,7 +251,7 @@ START_TEST(collapse_small_folio_fields)
 	}
 	ck_assert_msg(r >= 4, "thp_collapse: %d (%s)", r, thp_strerror_detail());
 	ck_assert_uint_eq(o.extents_small_folios, 0);
-	if (pfns_visible()) {
+	if (page_frames_readable()) {
 		ck_assert_uint_eq(o.folio_source, THP_FOLIO_SOURCE_KPAGEFLAGS);
 		/* Sizes other than 2 MiB are never here: no smaller large folio. */
 		ck_assert_uint_eq(o.small_folio_bytes_before, 0);

@@ -419,18 +419,6 @@ END_TEST
 
 /* ---- status ------------------------------------------------------------ */
 
-/* CAP_SYS_ADMIN in CapEff (bit 21): pagemap shows frame numbers. */
-static bool cap_sys_admin(void)
-{
-	char buf[4096];
-	const char *p;
-
-	if (read_file("/proc/self/status", buf, sizeof(buf)) <= 0)
-		return false;
-	p = strstr(buf, "\nCapEff:");
-	return p && (strtoull(p + 8, NULL, 16) >> 21 & 1);
-}
-
 START_TEST(status_remote_text)
 {
 	struct vma_counts c;
@@ -462,7 +450,7 @@ START_TEST(status_remote_text)
 	line = strstr(r.out, "\nfolio sizes: source ");
 	ck_assert_msg(line, "no folio sizes line:\n%.2000s", r.out);
 	/* A sanitized target has a shadow mapping of terabytes: not read, source none. */
-	if (geteuid() == 0 && cap_sys_admin() &&
+	if (page_frames_readable() &&
 	    (!getenv("THPCTL_SANITIZE") || !strcmp(getenv("THPCTL_SANITIZE"), "none"))) {
 		ck_assert_msg(!strncmp(line, "\nfolio sizes: source pagemap+kpageflags",
 				       strlen("\nfolio sizes: source pagemap+kpageflags")), "%.200s",
