@@ -314,9 +314,10 @@ static void thpctl_cmd(struct run *r, const char *a1, const char *a2, const char
 
 /*
  * The words status must use for low coverage: "nothing is huge" while no
- * page is, else "low coverage".  The preload grows the heap to 2 MiB and
- * advises it huge before malloc touches it, so a heap that happens to start
- * 2 MiB-aligned (1 start in 512) faults in one huge page by itself.
+ * page is, else "low coverage".  glibc (malloc.hugetlb=1, which thpctl
+ * sets beside the preload) grows the heap by 2 MiB and advises it huge
+ * before malloc touches it, so a heap that happens to start 2 MiB-aligned
+ * (1 start in 512) faults in one huge page by itself.
  */
 static bool low_coverage_words(const char *out, uint64_t huge)
 {
