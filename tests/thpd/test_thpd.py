@@ -68,18 +68,29 @@ PR_SET_THP_DISABLE = 41
 PR_THP_DISABLE_EXCEPT_ADVISED = 1 << 1
 
 
-def set_nohuge_default():
-    """In a child before exec: the NOHUGE default as libthp sets it (6.18+), kept across exec."""
+def set_nohuge_default(flags=PR_THP_DISABLE_EXCEPT_ADVISED):
+    """In a child before exec: the NOHUGE default as libthp sets it (6.18+), kept across exec;
+    with flags 0 the NEVER default, which /proc/PID/status shows."""
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) != 0:
+    if libc.prctl(PR_SET_THP_DISABLE, 1, flags, 0, 0) != 0:
         os._exit(99)
 
 
+def nohuge_hidden():
+    """The kernel has PR_THP_DISABLE_EXCEPT_ADVISED (6.18), which /proc does not show."""
+    probe = subprocess.run([sys.executable, "-c",
+                            "import ctypes; print(ctypes.CDLL(None).prctl(41, 1, 2, 0, 0))"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    return probe[0] == "0"
+
+
 class Workload:
-    def __init__(self, exe, mib, user=None, nohuge=False, extra=()):
+    def __init__(self, exe, mib, user=None, nohuge=False, never=False, extra=()):
         def drop():
             if nohuge:
                 set_nohuge_default()
+            if never:
+                set_nohuge_default(0)
             if user is not None:
                 os.setgroups([])
                 os.setgid(user)
@@ -99,6 +110,16 @@ class Workload:
 
     def huge(self):
         return region(self.pid, self.addr).get("AnonHugePages", 0)
+
+    def eintrs(self):
+        """Started with extra=("0", "epoll"): the ptrace stops its main thread saw."""
+        words = self.cmd("eintr").split()
+        check(len(words) == 2 and words[0] == "eintr", f"workload {self.pid}: eintr: {words}")
+        return int(words[1])
+
+    def tracer(self):
+        with open(f"/proc/{self.pid}/status") as f:
+            return int(re.search(r"TracerPid:\s+(\d+)", f.read()).group(1))
 
     def stop(self):
         if self.p.poll() is None:
@@ -502,17 +523,16 @@ def case_skip(args, tmp):
 
 
 def case_nohuge(args, tmp):
-    """A process whose own default is nohuge (6.18's EXCEPT_ADVISED, invisible from outside) is left alone."""
-    probe = subprocess.run([sys.executable, "-c",
-                            "import ctypes; print(ctypes.CDLL(None).prctl(41, 1, 2, 0, 0))"],
-                           capture_output=True, text=True, check=True).stdout.split()
-    if probe[0] != "0":
+    """A process whose own default is nohuge (6.18's EXCEPT_ADVISED, invisible from outside) is
+    left alone under own_policy = ask."""
+    if not nohuge_hidden():
         print("this kernel has no PR_THP_DISABLE_EXCEPT_ADVISED (6.18): nothing is hidden")
         return 1 if CI else SKIP
     plain = copy_workload(args, tmp, "wl-plain")
     mine = copy_workload(args, tmp, "wl-own-nohuge")
     ws = []
-    d = Daemon(args, tmp, f"[rule own]\nexe = {mine}\npolicy = huge\n"
+    # Asked by ptrace only because the rule says so (case_own: the default asks no one).
+    d = Daemon(args, tmp, f"[rule own]\nexe = {mine}\npolicy = huge\nown_policy = ask\n"
                f"[rule plain]\nexe = {plain}\npolicy = huge\n")
     try:
         own = Workload(mine, 16, nohuge=True)
@@ -539,6 +559,96 @@ def case_nohuge(args, tmp):
         check(wait_for(lambda: own.huge() >= 0.9 * own.len, 60, 0.2),
               "override_own_policy = yes: not collapsed")
         check(own.cmd("check") == "ok 0", "contents changed by the collapse")
+    finally:
+        for w in ws:
+            w.stop()
+        d.stop()
+
+
+def case_own(args, tmp):
+    """A huge rule ptrace-stops no process to learn its own policy unless own_policy = ask.
+
+    Each workload's main thread sits in epoll_wait() on an empty set with no
+    signal handler: only a stop (PTRACE_INTERRUPT) ends it, with EINTR."""
+    hidden = nohuge_hidden()
+    plain = copy_workload(args, tmp, "wl-plain")
+    mine = copy_workload(args, tmp, "wl-own-nohuge")
+    never = copy_workload(args, tmp, "wl-own-never")
+    epoll = ("0", "epoll")
+    rules = (f"[rule plain]\nexe = {plain}\npolicy = huge\nmax_ms_per_pass = 1000\n"
+             f"[rule mine]\nexe = {mine}\npolicy = huge\nmax_ms_per_pass = 1000\n"
+             f"[rule never]\nexe = {never}\npolicy = huge\n")
+    ws = []
+    d = Daemon(args, tmp, rules)
+    try:
+        pw = Workload(plain, 16, extra=epoll)
+        nw = Workload(never, 16, never=True, extra=epoll)
+        ws += [pw, nw]
+        with open(f"/proc/{nw.pid}/status") as f:
+            check("THP_enabled:\t0" in f.read(), "never workload: THP_enabled not 0")
+        ow = Workload(mine, 16, nohuge=True, extra=epoll) if hidden else None
+        if ow:
+            ws.append(ow)
+            check(ow.cmd("prctl") == "thp_disable 3", f"own nohuge workload: {ow.cmd('prctl')}")
+        # The default: what the kernel shows from outside, nobody stopped.
+        d.start()
+        check(wait_for(lambda: pw.huge() >= 0.9 * pw.len, 60, 0.2),
+              f"plain workload not collapsed: {d.logtext()}")
+        d.wait_passes(3)
+        for w in ws:
+            n = w.eintrs()
+            check(n == 0, f"process {w.pid} was ptrace-stopped {n} times by a huge rule "
+                  "without own_policy = ask")
+            check(w.tracer() == 0, f"process {w.pid} left traced")
+        if ow:
+            # Its nohuge default does not show: collapsed as if it had none, and said so once.
+            check(wait_for(lambda: ow.huge() >= 0.9 * ow.len, 60, 0.2),
+                  f"hidden nohuge under own_policy = visible not collapsed: {d.logtext()}")
+        check(nw.huge() == 0, "a process whose own policy is never (visible) was collapsed")
+        check(f"process {nw.pid} (wl-own-never): its own policy is never, left alone" in d.logtext(),
+              f"never skip not logged: {d.logtext()}")
+        notes = d.logtext().count("does not show from outside on this kernel")
+        check(notes == (2 if hidden else 0), f"{notes} notices of a hidden nohuge default, want one "
+              f"per huge rule: {d.logtext()}")
+        r = subprocess.run([args.thpd, "--check-config", "--config", d.conf, "--config-dir",
+                            os.path.join(tmp, "none.d")], capture_output=True, text=True)
+        check(r.returncode == 0 and r.stdout.count("own_policy=visible") == 3,
+              f"--check-config: {r.stdout}{r.stderr}")
+        check(r.stderr.count("does not show from outside") == (3 if hidden else 0),
+              f"--check-config notes: {r.stderr}")
+        d.stop()
+        for w in ws:
+            check(w.cmd("check") == "ok 0", f"process {w.pid}: contents changed")
+
+        # The opt-in: each process whose choice does not show is asked once, by a ptrace stop.
+        with open(d.conf, "w") as f:
+            f.write(rules.replace("policy = huge\n", "policy = huge\nown_policy = ask\n"))
+        pw2 = Workload(plain, 16, extra=epoll)
+        ws.append(pw2)
+        ow2 = Workload(mine, 16, nohuge=True, extra=epoll) if hidden else None
+        if ow2:
+            ws.append(ow2)
+        d.start()
+        check(wait_for(lambda: pw2.huge() >= 0.9 * pw2.len, 60, 0.2),
+              f"own_policy = ask: plain workload not collapsed: {d.logtext()}")
+        d.wait_passes(3)
+        stops = {w.pid: w.eintrs() for w in ws}
+        for w in (pw2, ow2) if hidden else ():
+            check(stops[w.pid] >= 1, f"own_policy = ask: process {w.pid} was not asked: {stops}")
+            check(w.tracer() == 0, f"process {w.pid} left traced")
+        if not hidden:
+            check(stops[pw2.pid] == 0, f"nothing hidden on this kernel, yet a stop: {stops}")
+        check(stops[nw.pid] == 0, f"a never default shows from outside, yet it was stopped: {stops}")
+        if ow2:
+            check(ow2.huge() == 0, "own_policy = ask: a process whose own policy is nohuge was collapsed")
+            check(f"process {ow2.pid} (wl-own-nohuge): its own policy is nohuge, left alone"
+                  in d.logtext(), f"nohuge skip not logged: {d.logtext()}")
+            check(ow2.cmd("prctl") == "thp_disable 3", "own policy changed by asking")
+        check("does not show from outside" not in d.logtext().split("thpd (libthp")[-1],
+              "notice given for own_policy = ask")
+        for w in ws:
+            check(w.cmd("check") == "ok 0", f"process {w.pid}: contents changed")
+        print(f"own_policy: visible: 0 stops in {len(ws) - 2} processes; ask: stops {stops}")
     finally:
         for w in ws:
             w.stop()

@@ -328,10 +328,16 @@ int main(int argc, char **argv)
 		char *err = NULL;
 		int n = thpd_config_load(&c, o.config, !o.config_given, o.config_dir, &err);
 
-		if (n)
+		if (n) {
 			fputs(err ? err : "out of memory\n", stderr);
-		else
+		} else {
+			struct thp_probe_info pi = { .sz = sizeof(pi) };
+
 			thpd_config_print(&c, stdout);
+			/* On stderr: the rules stay one line each on stdout. */
+			thpd_own_policy_notes(&c, thp_probe(&pi) == 0 && pi.thp_disable_except_advised,
+					      stderr);
+		}
 		free(err);
 		thpd_config_free(&c);
 		return n ? 1 : 0;
