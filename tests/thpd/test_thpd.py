@@ -655,6 +655,50 @@ def case_own(args, tmp):
         d.stop()
 
 
+def case_stop(args, tmp):
+    """SIGTERM in the middle of a pass ends it between two processes: the others are left as
+    they are, and thpd exits 0 within 5 s."""
+    exe = copy_workload(args, tmp, "wl-stop")
+    n = 12
+    ws = []
+    # A bucket of 10 s of CPU (catch-up share x interval): one pass has the
+    # budget to collapse every workload, so only SIGTERM leaves any alone.
+    d = Daemon(args, tmp, f"[daemon]\ncatchup_budget = 100%\n"
+               f"[rule s]\nexe = {exe}\npolicy = huge\nmax_ms_per_pass = 5000\n")
+    d.cmdline[-1] = "10000"
+    try:
+        ws = [Workload(exe, 16) for _ in range(n)]
+        check(all(w.huge() == 0 for w in ws), "memory huge before thpd (THP mode must not be always)")
+        d.logf = open(d.log, "a")
+        d.p = subprocess.Popen(d.cmdline + ["--verbose"], stderr=d.logf)
+        # The first pass starts collapsing: stop the daemon as soon as one extent is huge.
+        check(wait_for(lambda: d.p.poll() is not None or any(w.huge() for w in ws), 60, 0.002),
+              f"no collapse within 60 s: {d.logtext()}")
+        check(d.p.poll() is None, f"thpd exited: {d.logtext()}")
+        t0 = time.monotonic()
+        d.p.send_signal(signal.SIGTERM)
+        try:
+            rc = d.p.wait(5)
+        except subprocess.TimeoutExpired:
+            raise Fail(f"thpd still running 5 s after SIGTERM mid-pass: {d.logtext()}")
+        took = time.monotonic() - t0
+        log = d.logtext()
+        check(rc == 0, f"SIGTERM: exit {rc}: {log}")
+        check(re.search(r"^<6>stopping$", log, re.M), f"no 'stopping' logged: {log}")
+        untouched = [w.pid for w in ws if w.huge() == 0]
+        check(len(untouched) >= n // 2,
+              f"the pass went on after SIGTERM: {n - len(untouched)} of {n} workloads collapsed: {log}")
+        check("ended early: the daemon is asked to stop" in log, f"early end not logged: {log}")
+        for w in ws:
+            check(w.cmd("check") == "ok 0", f"process {w.pid}: contents changed")
+        print(f"stop: exit 0 {took * 1000:.0f} ms after SIGTERM mid-pass; "
+              f"{n - len(untouched)} of {n} workloads collapsed")
+    finally:
+        for w in ws:
+            w.stop()
+        d.stop()
+
+
 def fd_list(pid):
     """The daemon's descriptors, fewest of ten looks: mid-pass the library
     holds a /proc file open for a moment, which is no leak."""

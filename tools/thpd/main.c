@@ -26,6 +26,16 @@
 
 static bool verbose;
 
+bool thpd_tick(void)
+{
+	sigset_t set;
+
+	/* run() blocks these for its signalfd: pending, they wait for the loop. */
+	if (sigpending(&set) != 0)
+		return false;
+	return sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1;
+}
+
 void thpd_log(int prio, const char *fmt, ...)
 {
 	char buf[1024];

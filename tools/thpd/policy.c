@@ -223,6 +223,7 @@ void thpd_pass(struct thpd_state *st)
 	size_t ncand = 0, cap = 0;
 	uint64_t cpu, wall, t0 = thpd_mono_ns();
 	double rate, maxb;
+	bool stop = false;
 
 	/* The budget: every CPU second the daemon used counts against it,
 	 * earned at the steady rate, or the catch-up rate while the last pass
@@ -255,12 +256,17 @@ void thpd_pass(struct thpd_state *st)
 		r->folio_procs = r->folio_base = 0;
 		memset(r->folio_bytes, 0, sizeof(r->folio_bytes));
 	}
-	for (size_t i = 0; i < st->nhash; i++) {
+	for (size_t i = 0; i < st->nhash && !stop; i++) {
 		for (struct thpd_proc *p = st->hash[i]; p; p = p->next) {
 			struct thpd_rule *r;
 
 			if (p->rule < 0)
 				continue;
+			/* SIGTERM ends a pass between two processes: the rest waits for no one. */
+			if (thpd_tick()) {
+				stop = true;
+				break;
+			}
 			r = &st->cfg.rules[p->rule];
 			if (r->policy == THPD_IGNORE)
 				continue;
@@ -293,9 +299,14 @@ void thpd_pass(struct thpd_state *st)
 	if (st->verbose && ncand)
 		thpd_log(LOG_DEBUG, "pass %llu: %zu processes to collapse, budget %.1f ms CPU",
 			 (unsigned long long)st->passes, ncand, st->bucket_s * 1e3);
-	for (size_t i = 0; i < ncand; i++) {
+	for (size_t i = 0; i < ncand && !stop; i++) {
 		struct thpd_proc *p = cand[i];
 		struct thpd_rule *r = &st->cfg.rules[p->rule];
+
+		if (thpd_tick()) {
+			stop = true;
+			break;
+		}
 
 		if (st->bucket_s <= 0 || (i == 0 && st->bucket_s < spend_threshold(st))) {
 			r->over_budget += p->alignable - p->huge;
@@ -322,6 +333,9 @@ void thpd_pass(struct thpd_state *st)
 		collapse(st, p, r);
 	}
 	free(cand);
+	if (stop)
+		thpd_log(LOG_INFO, "pass %llu ended early: the daemon is asked to stop",
+			 (unsigned long long)st->passes);
 	st->nmatched = 0;
 	for (size_t i = 0; i < st->nhash; i++) {
 		for (struct thpd_proc *p = st->hash[i]; p; p = p->next) {
