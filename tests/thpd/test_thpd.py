@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SKIP = 77
@@ -139,9 +140,9 @@ class Daemon:
                         "--socket", self.sock, "--interval", "200"]
         self.p = None
 
-    def start(self, extra=()):
+    def start(self, extra=(), env=None):
         self.logf = open(self.log, "a")
-        self.p = subprocess.Popen(self.cmdline + list(extra), stderr=self.logf)
+        self.p = subprocess.Popen(self.cmdline + list(extra), stderr=self.logf, env=env)
         check(wait_for(lambda: self.passes() >= 1 or self.p.poll() is not None, 10)
               and self.p.poll() is None, f"thpd did not come up: {self.logtext()}")
         return self
@@ -697,6 +698,97 @@ def case_stop(args, tmp):
         for w in ws:
             w.stop()
         d.stop()
+
+
+class Notify:
+    """A NOTIFY_SOCKET whose messages a thread collects as they come: the kernel
+    queues only a few datagrams (net.unix.max_dgram_qlen), then sd_notify() blocks."""
+    def __init__(self, path):
+        self.path = path
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.s.bind(path)
+        self.s.settimeout(0.1)
+        self.msgs = []
+        self.lock = threading.Lock()
+        self.done = False
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        while not self.done:
+            try:
+                m = self.s.recv(4096).decode()
+            except socket.timeout:
+                continue
+            with self.lock:
+                self.msgs.append(m)
+
+    def take(self, seconds=0.0):
+        """The messages so far, after waiting seconds; forgets them."""
+        time.sleep(seconds)
+        with self.lock:
+            out, self.msgs = self.msgs, []
+        return out
+
+    def close(self):
+        self.done = True
+        self.t.join()
+        self.s.close()
+
+
+def case_watchdog(args, tmp):
+    """WATCHDOG=1 at half the service manager's WATCHDOG_USEC, from the loop and in long passes;
+    none when the watchdog is another process's."""
+    d = Daemon(args, tmp, "[rule w]\nexe = /nonexistent/w\npolicy = huge\n")
+    # Passes a minute apart: the pings come from the loop itself.
+    d.cmdline[-1] = "60000"
+    s = Notify(os.path.join(tmp, "notify"))
+    ws = []
+    try:
+        env = dict(os.environ, NOTIFY_SOCKET=os.path.join(tmp, "notify"), WATCHDOG_USEC="1000000")
+        d.start(env=env)
+        s.take()
+        msgs = s.take(5)
+        pings = [m for m in msgs if "WATCHDOG=1" in m.split("\n")]
+        check(len(pings) >= 4, f"{len(pings)} WATCHDOG=1 in 5 s with WATCHDOG_USEC=1 s: {msgs}")
+        check("watchdog: alive every 500 ms" in d.logtext(), f"interval not logged: {d.logtext()}")
+        d.stop()
+        check(d.p.returncode == 0, f"exit {d.p.returncode}")
+        s.take(0.5)
+        # WATCHDOG_PID names another process: not thpd's watchdog.
+        env["WATCHDOG_PID"] = "1"
+        d.start(env=env)
+        msgs = s.take(2)
+        check(not any("WATCHDOG=1" in m for m in msgs), f"pinged another's watchdog: {msgs}")
+        d.stop()
+        s.take(0.5)
+        # A pass that collapses 12 processes: the pings go on between them.
+        # The first pass starts at once and READY=1 ends it, in the order sent.
+        exe = copy_workload(args, tmp, "wl-wd")
+        ws = [Workload(exe, 16) for _ in range(12)]
+        with open(d.conf, "w") as f:
+            f.write(f"[daemon]\ncatchup_budget = 100%\n"
+                    f"[rule w]\nexe = {exe}\npolicy = huge\nmax_ms_per_pass = 5000\n")
+        d.cmdline[-1] = "10000"
+        del env["WATCHDOG_PID"]
+        env["WATCHDOG_USEC"] = "20000"
+        d.start(env=env)
+        msgs = s.take(1)
+        ready = [i for i, m in enumerate(msgs) if "READY=1" in m.split("\n")]
+        check(ready, f"no READY=1: {msgs}")
+        in_pass = sum("WATCHDOG=1" in m.split("\n") for m in msgs[:ready[0]])
+        huge = sum(w.huge() >= 0.9 * w.len for w in ws)
+        check(huge == len(ws), f"first pass collapsed {huge} of {len(ws)} workloads: {d.logtext()}")
+        st = d.status()["daemon"]
+        check(in_pass >= 3, f"{in_pass} WATCHDOG=1 during a first pass of "
+              f"{st.get('last_pass_seconds', '?')} s at WATCHDOG_USEC=20 ms: {msgs[:ready[0] + 1]}")
+        print(f"watchdog: {len(pings)} pings in 5 s at WATCHDOG_USEC=1 s; {in_pass} during a pass "
+              f"collapsing 12 processes at WATCHDOG_USEC=20 ms")
+    finally:
+        for w in ws:
+            w.stop()
+        d.stop()
+        s.close()
 
 
 def fd_list(pid):

@@ -235,7 +235,8 @@ void thpd_server_handle(struct thpd_server *sv, const struct thpd_state *st);
 
 /* main.c */
 void thpd_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Between two processes of a pass: true when SIGTERM or SIGINT waits (end the pass). */
+/* Between two processes of a pass: tells the service manager's watchdog the
+ * daemon is alive when due; true when SIGTERM or SIGINT waits (end the pass). */
 bool thpd_tick(void);
 
 #endif
