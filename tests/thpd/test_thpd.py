@@ -659,8 +659,8 @@ def case_own(args, tmp):
 
 
 def case_stop(args, tmp):
-    """SIGTERM in the middle of a pass ends it between two processes: the others are left as
-    they are, and thpd exits 0 within 5 s."""
+    """SIGTERM in the middle of a pass ends it between two processes, or between two calls of a
+    long collapse: the rest is left as it is, and thpd exits 0 within 5 s."""
     exe = copy_workload(args, tmp, "wl-stop")
     n = 12
     ws = []
@@ -694,8 +694,39 @@ def case_stop(args, tmp):
         check("ended early: the daemon is asked to stop" in log, f"early end not logged: {log}")
         for w in ws:
             check(w.cmd("check") == "ok 0", f"process {w.pid}: contents changed")
-        print(f"stop: exit 0 {took * 1000:.0f} ms after SIGTERM mid-pass; "
-              f"{n - len(untouched)} of {n} workloads collapsed")
+        msg = (f"stop: exit 0 {took * 1000:.0f} ms after SIGTERM mid-pass; "
+               f"{n - len(untouched)} of {n} workloads collapsed")
+        for w in ws:
+            w.stop()
+        ws = []
+
+        # One slow collapse: a rule whose budget lets one process take a minute.
+        d.logf.close()
+        with open(d.conf, "w") as f:
+            f.write(f"[daemon]\ncatchup_budget = 100%\n[rule s]\nexe = {exe}\npolicy = huge\n"
+                    f"max_ms_per_pass = 60000\nmax_bytes_per_pass = 8G\n")
+        d.cmdline[-1] = "60000"
+        big = Workload(exe, 1024)
+        ws.append(big)
+        d.logf = open(d.log, "a")
+        d.p = subprocess.Popen(d.cmdline + ["--verbose"], stderr=d.logf)
+        check(wait_for(lambda: d.p.poll() is not None or big.huge(), 60, 0.002),
+              f"no collapse within 60 s: {d.logtext()}")
+        t0 = time.monotonic()
+        d.p.send_signal(signal.SIGTERM)
+        try:
+            rc = d.p.wait(5)
+        except subprocess.TimeoutExpired:
+            raise Fail(f"thpd still running 5 s after SIGTERM mid-collapse: {d.logtext()}")
+        took = time.monotonic() - t0
+        huge = big.huge()
+        check(rc == 0, f"SIGTERM mid-collapse: exit {rc}")
+        # A 500 ms slice collapses far less than 1 GiB here (doc/thpd.md); one call, all of it.
+        check(huge < 0.9 * big.len, f"the collapse went on after SIGTERM: {huge // MIB} of "
+              f"{big.len // MIB} MiB huge: {d.logtext()}")
+        check(big.cmd("check") == "ok 0", "contents changed")
+        print(f"{msg}; one collapse of {big.len // MIB} MiB: exit 0 {took * 1000:.0f} ms after "
+              f"SIGTERM, {huge // MIB} MiB huge")
     finally:
         for w in ws:
             w.stop()
