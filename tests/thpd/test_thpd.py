@@ -617,6 +617,13 @@ def case_own(args, tmp):
               f"--check-config: {r.stdout}{r.stderr}")
         check(r.stderr.count("does not show from outside") == (3 if hidden else 0),
               f"--check-config notes: {r.stderr}")
+        bad = os.path.join(tmp, "bad.conf")
+        with open(bad, "w") as f:
+            f.write(f"[rule b]\nexe = {plain}\npolicy = huge\nown_policy = sometimes\n")
+        r = subprocess.run([args.thpd, "--check-config", "--config", bad, "--config-dir",
+                            os.path.join(tmp, "none.d")], capture_output=True, text=True)
+        check(r.returncode == 1 and f"{bad}:4: own_policy: expected visible, ask or ignore" in r.stderr,
+              f"a bad own_policy: {r.stderr}")
         d.stop()
         for w in ws:
             check(w.cmd("check") == "ok 0", f"process {w.pid}: contents changed")
