@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SKIP = 77
@@ -68,18 +69,29 @@ PR_SET_THP_DISABLE = 41
 PR_THP_DISABLE_EXCEPT_ADVISED = 1 << 1
 
 
-def set_nohuge_default():
-    """In a child before exec: the NOHUGE default as libthp sets it (6.18+), kept across exec."""
+def set_nohuge_default(flags=PR_THP_DISABLE_EXCEPT_ADVISED):
+    """In a child before exec: the NOHUGE default as libthp sets it (6.18+), kept across exec;
+    with flags 0 the NEVER default, which /proc/PID/status shows."""
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) != 0:
+    if libc.prctl(PR_SET_THP_DISABLE, 1, flags, 0, 0) != 0:
         os._exit(99)
 
 
+def nohuge_hidden():
+    """The kernel has PR_THP_DISABLE_EXCEPT_ADVISED (6.18), which /proc does not show."""
+    probe = subprocess.run([sys.executable, "-c",
+                            "import ctypes; print(ctypes.CDLL(None).prctl(41, 1, 2, 0, 0))"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    return probe[0] == "0"
+
+
 class Workload:
-    def __init__(self, exe, mib, user=None, nohuge=False, extra=()):
+    def __init__(self, exe, mib, user=None, nohuge=False, never=False, extra=()):
         def drop():
             if nohuge:
                 set_nohuge_default()
+            if never:
+                set_nohuge_default(0)
             if user is not None:
                 os.setgroups([])
                 os.setgid(user)
@@ -100,6 +112,16 @@ class Workload:
     def huge(self):
         return region(self.pid, self.addr).get("AnonHugePages", 0)
 
+    def eintrs(self):
+        """Started with extra=("0", "epoll"): the ptrace stops its main thread saw."""
+        words = self.cmd("eintr").split()
+        check(len(words) == 2 and words[0] == "eintr", f"workload {self.pid}: eintr: {words}")
+        return int(words[1])
+
+    def tracer(self):
+        with open(f"/proc/{self.pid}/status") as f:
+            return int(re.search(r"TracerPid:\s+(\d+)", f.read()).group(1))
+
     def stop(self):
         if self.p.poll() is None:
             self.p.kill()
@@ -118,9 +140,9 @@ class Daemon:
                         "--socket", self.sock, "--interval", "200"]
         self.p = None
 
-    def start(self, extra=()):
+    def start(self, extra=(), env=None):
         self.logf = open(self.log, "a")
-        self.p = subprocess.Popen(self.cmdline + list(extra), stderr=self.logf)
+        self.p = subprocess.Popen(self.cmdline + list(extra), stderr=self.logf, env=env)
         check(wait_for(lambda: self.passes() >= 1 or self.p.poll() is not None, 10)
               and self.p.poll() is None, f"thpd did not come up: {self.logtext()}")
         return self
@@ -502,17 +524,16 @@ def case_skip(args, tmp):
 
 
 def case_nohuge(args, tmp):
-    """A process whose own default is nohuge (6.18's EXCEPT_ADVISED, invisible from outside) is left alone."""
-    probe = subprocess.run([sys.executable, "-c",
-                            "import ctypes; print(ctypes.CDLL(None).prctl(41, 1, 2, 0, 0))"],
-                           capture_output=True, text=True, check=True).stdout.split()
-    if probe[0] != "0":
+    """A process whose own default is nohuge (6.18's EXCEPT_ADVISED, invisible from outside) is
+    left alone under own_policy = ask."""
+    if not nohuge_hidden():
         print("this kernel has no PR_THP_DISABLE_EXCEPT_ADVISED (6.18): nothing is hidden")
         return 1 if CI else SKIP
     plain = copy_workload(args, tmp, "wl-plain")
     mine = copy_workload(args, tmp, "wl-own-nohuge")
     ws = []
-    d = Daemon(args, tmp, f"[rule own]\nexe = {mine}\npolicy = huge\n"
+    # Asked by ptrace only because the rule says so (case_own: the default asks no one).
+    d = Daemon(args, tmp, f"[rule own]\nexe = {mine}\npolicy = huge\nown_policy = ask\n"
                f"[rule plain]\nexe = {plain}\npolicy = huge\n")
     try:
         own = Workload(mine, 16, nohuge=True)
@@ -543,6 +564,271 @@ def case_nohuge(args, tmp):
         for w in ws:
             w.stop()
         d.stop()
+
+
+def case_own(args, tmp):
+    """A huge rule ptrace-stops no process to learn its own policy unless own_policy = ask.
+
+    Each workload's main thread sits in epoll_wait() on an empty set with no
+    signal handler: only a stop (PTRACE_INTERRUPT) ends it, with EINTR."""
+    hidden = nohuge_hidden()
+    plain = copy_workload(args, tmp, "wl-plain")
+    mine = copy_workload(args, tmp, "wl-own-nohuge")
+    never = copy_workload(args, tmp, "wl-own-never")
+    epoll = ("0", "epoll")
+    rules = (f"[rule plain]\nexe = {plain}\npolicy = huge\nmax_ms_per_pass = 1000\n"
+             f"[rule mine]\nexe = {mine}\npolicy = huge\nmax_ms_per_pass = 1000\n"
+             f"[rule never]\nexe = {never}\npolicy = huge\n")
+    ws = []
+    d = Daemon(args, tmp, rules)
+    try:
+        pw = Workload(plain, 16, extra=epoll)
+        nw = Workload(never, 16, never=True, extra=epoll)
+        ws += [pw, nw]
+        with open(f"/proc/{nw.pid}/status") as f:
+            check("THP_enabled:\t0" in f.read(), "never workload: THP_enabled not 0")
+        ow = Workload(mine, 16, nohuge=True, extra=epoll) if hidden else None
+        if ow:
+            ws.append(ow)
+            check(ow.cmd("prctl") == "thp_disable 3", f"own nohuge workload: {ow.cmd('prctl')}")
+        # The default: what the kernel shows from outside, nobody stopped.
+        d.start()
+        check(wait_for(lambda: pw.huge() >= 0.9 * pw.len, 60, 0.2),
+              f"plain workload not collapsed: {d.logtext()}")
+        d.wait_passes(3)
+        for w in ws:
+            n = w.eintrs()
+            check(n == 0, f"process {w.pid} was ptrace-stopped {n} times by a huge rule "
+                  "without own_policy = ask")
+            check(w.tracer() == 0, f"process {w.pid} left traced")
+        if ow:
+            # Its nohuge default does not show: collapsed as if it had none, and said so once.
+            check(wait_for(lambda: ow.huge() >= 0.9 * ow.len, 60, 0.2),
+                  f"hidden nohuge under own_policy = visible not collapsed: {d.logtext()}")
+        check(nw.huge() == 0, "a process whose own policy is never (visible) was collapsed")
+        check(f"process {nw.pid} (wl-own-never): its own policy is never, left alone" in d.logtext(),
+              f"never skip not logged: {d.logtext()}")
+        notes = d.logtext().count("does not show from outside on this kernel")
+        check(notes == (2 if hidden else 0), f"{notes} notices of a hidden nohuge default, want one "
+              f"per huge rule: {d.logtext()}")
+        r = subprocess.run([args.thpd, "--check-config", "--config", d.conf, "--config-dir",
+                            os.path.join(tmp, "none.d")], capture_output=True, text=True)
+        check(r.returncode == 0 and r.stdout.count("own_policy=visible") == 3,
+              f"--check-config: {r.stdout}{r.stderr}")
+        check(r.stderr.count("does not show from outside") == (3 if hidden else 0),
+              f"--check-config notes: {r.stderr}")
+        bad = os.path.join(tmp, "bad.conf")
+        with open(bad, "w") as f:
+            f.write(f"[rule b]\nexe = {plain}\npolicy = huge\nown_policy = sometimes\n")
+        r = subprocess.run([args.thpd, "--check-config", "--config", bad, "--config-dir",
+                            os.path.join(tmp, "none.d")], capture_output=True, text=True)
+        check(r.returncode == 1 and f"{bad}:4: own_policy: expected visible, ask or ignore" in r.stderr,
+              f"a bad own_policy: {r.stderr}")
+        d.stop()
+        for w in ws:
+            check(w.cmd("check") == "ok 0", f"process {w.pid}: contents changed")
+
+        # The opt-in: each process whose choice does not show is asked once, by a ptrace stop.
+        with open(d.conf, "w") as f:
+            f.write(rules.replace("policy = huge\n", "policy = huge\nown_policy = ask\n"))
+        pw2 = Workload(plain, 16, extra=epoll)
+        ws.append(pw2)
+        ow2 = Workload(mine, 16, nohuge=True, extra=epoll) if hidden else None
+        if ow2:
+            ws.append(ow2)
+        d.start()
+        check(wait_for(lambda: pw2.huge() >= 0.9 * pw2.len, 60, 0.2),
+              f"own_policy = ask: plain workload not collapsed: {d.logtext()}")
+        d.wait_passes(3)
+        stops = {w.pid: w.eintrs() for w in ws}
+        # One ptrace session per process and rule: one stop, whatever the passes since.
+        for w in [w for w in ws if w is not nw] if hidden else ():
+            check(stops[w.pid] == 1, f"own_policy = ask: process {w.pid} not stopped exactly once: "
+                  f"{stops}")
+            check(w.tracer() == 0, f"process {w.pid} left traced")
+        if not hidden:
+            check(stops[pw2.pid] == 0, f"nothing hidden on this kernel, yet a stop: {stops}")
+        check(stops[nw.pid] == 0, f"a never default shows from outside, yet it was stopped: {stops}")
+        if ow2:
+            check(ow2.huge() == 0, "own_policy = ask: a process whose own policy is nohuge was collapsed")
+            check(f"process {ow2.pid} (wl-own-nohuge): its own policy is nohuge, left alone"
+                  in d.logtext(), f"nohuge skip not logged: {d.logtext()}")
+            check(ow2.cmd("prctl") == "thp_disable 3", "own policy changed by asking")
+        check("does not show from outside" not in d.logtext().split("thpd (libthp")[-1],
+              "notice given for own_policy = ask")
+        for w in ws:
+            check(w.cmd("check") == "ok 0", f"process {w.pid}: contents changed")
+        print(f"own_policy: visible: 0 stops in {len(ws) - 2} processes; ask: stops {stops}")
+    finally:
+        for w in ws:
+            w.stop()
+        d.stop()
+
+
+def case_stop(args, tmp):
+    """SIGTERM in the middle of a pass ends it between two processes, or between two calls of a
+    long collapse: the rest is left as it is, and thpd exits 0 within 5 s."""
+    exe = copy_workload(args, tmp, "wl-stop")
+    n = 12
+    ws = []
+    # A bucket of 10 s of CPU (catch-up share x interval): one pass has the
+    # budget to collapse every workload, so only SIGTERM leaves any alone.
+    d = Daemon(args, tmp, f"[daemon]\ncatchup_budget = 100%\n"
+               f"[rule s]\nexe = {exe}\npolicy = huge\nmax_ms_per_pass = 5000\n")
+    d.cmdline[-1] = "10000"
+    try:
+        ws = [Workload(exe, 16) for _ in range(n)]
+        check(all(w.huge() == 0 for w in ws), "memory huge before thpd (THP mode must not be always)")
+        d.logf = open(d.log, "a")
+        d.p = subprocess.Popen(d.cmdline + ["--verbose"], stderr=d.logf)
+        # The first pass starts collapsing: stop the daemon as soon as one extent is huge.
+        check(wait_for(lambda: d.p.poll() is not None or any(w.huge() for w in ws), 60, 0.002),
+              f"no collapse within 60 s: {d.logtext()}")
+        check(d.p.poll() is None, f"thpd exited: {d.logtext()}")
+        t0 = time.monotonic()
+        d.p.send_signal(signal.SIGTERM)
+        try:
+            rc = d.p.wait(5)
+        except subprocess.TimeoutExpired:
+            raise Fail(f"thpd still running 5 s after SIGTERM mid-pass: {d.logtext()}")
+        took = time.monotonic() - t0
+        log = d.logtext()
+        check(rc == 0, f"SIGTERM: exit {rc}: {log}")
+        check(re.search(r"^<6>stopping$", log, re.M), f"no 'stopping' logged: {log}")
+        untouched = [w.pid for w in ws if w.huge() == 0]
+        check(len(untouched) >= n // 2,
+              f"the pass went on after SIGTERM: {n - len(untouched)} of {n} workloads collapsed: {log}")
+        check("ended early: the daemon is asked to stop" in log, f"early end not logged: {log}")
+        for w in ws:
+            check(w.cmd("check") == "ok 0", f"process {w.pid}: contents changed")
+        msg = (f"stop: exit 0 {took * 1000:.0f} ms after SIGTERM mid-pass; "
+               f"{n - len(untouched)} of {n} workloads collapsed")
+        for w in ws:
+            w.stop()
+        ws = []
+
+        # One slow collapse: a rule whose budget lets one process take a minute.
+        d.logf.close()
+        with open(d.conf, "w") as f:
+            f.write(f"[daemon]\ncatchup_budget = 100%\n[rule s]\nexe = {exe}\npolicy = huge\n"
+                    f"max_ms_per_pass = 60000\nmax_bytes_per_pass = 8G\n")
+        d.cmdline[-1] = "60000"
+        big = Workload(exe, 1024)
+        ws.append(big)
+        d.logf = open(d.log, "a")
+        d.p = subprocess.Popen(d.cmdline + ["--verbose"], stderr=d.logf)
+        check(wait_for(lambda: d.p.poll() is not None or big.huge(), 60, 0.002),
+              f"no collapse within 60 s: {d.logtext()}")
+        t0 = time.monotonic()
+        d.p.send_signal(signal.SIGTERM)
+        try:
+            rc = d.p.wait(5)
+        except subprocess.TimeoutExpired:
+            raise Fail(f"thpd still running 5 s after SIGTERM mid-collapse: {d.logtext()}")
+        took = time.monotonic() - t0
+        huge = big.huge()
+        check(rc == 0, f"SIGTERM mid-collapse: exit {rc}")
+        # A 500 ms slice collapses far less than 1 GiB here (doc/thpd.md); one call, all of it.
+        check(huge < 0.9 * big.len, f"the collapse went on after SIGTERM: {huge // MIB} of "
+              f"{big.len // MIB} MiB huge: {d.logtext()}")
+        check(big.cmd("check") == "ok 0", "contents changed")
+        print(f"{msg}; one collapse of {big.len // MIB} MiB: exit 0 {took * 1000:.0f} ms after "
+              f"SIGTERM, {huge // MIB} MiB huge")
+    finally:
+        for w in ws:
+            w.stop()
+        d.stop()
+
+
+class Notify:
+    """A NOTIFY_SOCKET whose messages a thread collects as they come: the kernel
+    queues only a few datagrams (net.unix.max_dgram_qlen), then sd_notify() blocks."""
+    def __init__(self, path):
+        self.path = path
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.s.bind(path)
+        self.s.settimeout(0.1)
+        self.msgs = []
+        self.lock = threading.Lock()
+        self.done = False
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        while not self.done:
+            try:
+                m = self.s.recv(4096).decode()
+            except socket.timeout:
+                continue
+            with self.lock:
+                self.msgs.append(m)
+
+    def take(self, seconds=0.0):
+        """The messages so far, after waiting seconds; forgets them."""
+        time.sleep(seconds)
+        with self.lock:
+            out, self.msgs = self.msgs, []
+        return out
+
+    def close(self):
+        self.done = True
+        self.t.join()
+        self.s.close()
+
+
+def case_watchdog(args, tmp):
+    """WATCHDOG=1 at half the service manager's WATCHDOG_USEC, from the loop and in long passes;
+    none when the watchdog is another process's."""
+    d = Daemon(args, tmp, "[rule w]\nexe = /nonexistent/w\npolicy = huge\n")
+    # Passes a minute apart: the pings come from the loop itself.
+    d.cmdline[-1] = "60000"
+    s = Notify(os.path.join(tmp, "notify"))
+    ws = []
+    try:
+        env = dict(os.environ, NOTIFY_SOCKET=os.path.join(tmp, "notify"), WATCHDOG_USEC="1000000")
+        d.start(env=env)
+        s.take()
+        msgs = s.take(5)
+        pings = [m for m in msgs if "WATCHDOG=1" in m.split("\n")]
+        check(len(pings) >= 4, f"{len(pings)} WATCHDOG=1 in 5 s with WATCHDOG_USEC=1 s: {msgs}")
+        check("watchdog: alive every 500 ms" in d.logtext(), f"interval not logged: {d.logtext()}")
+        d.stop()
+        check(d.p.returncode == 0, f"exit {d.p.returncode}")
+        s.take(0.5)
+        # WATCHDOG_PID names another process: not thpd's watchdog.
+        env["WATCHDOG_PID"] = "1"
+        d.start(env=env)
+        msgs = s.take(2)
+        check(not any("WATCHDOG=1" in m for m in msgs), f"pinged another's watchdog: {msgs}")
+        d.stop()
+        s.take(0.5)
+        # A pass that collapses 12 processes: the pings go on between them.
+        # The first pass starts at once and READY=1 ends it, in the order sent.
+        exe = copy_workload(args, tmp, "wl-wd")
+        ws = [Workload(exe, 16) for _ in range(12)]
+        with open(d.conf, "w") as f:
+            f.write(f"[daemon]\ncatchup_budget = 100%\n"
+                    f"[rule w]\nexe = {exe}\npolicy = huge\nmax_ms_per_pass = 5000\n")
+        d.cmdline[-1] = "10000"
+        del env["WATCHDOG_PID"]
+        env["WATCHDOG_USEC"] = "20000"
+        d.start(env=env)
+        msgs = s.take(1)
+        ready = [i for i, m in enumerate(msgs) if "READY=1" in m.split("\n")]
+        check(ready, f"no READY=1: {msgs}")
+        in_pass = sum("WATCHDOG=1" in m.split("\n") for m in msgs[:ready[0]])
+        huge = sum(w.huge() >= 0.9 * w.len for w in ws)
+        check(huge == len(ws), f"first pass collapsed {huge} of {len(ws)} workloads: {d.logtext()}")
+        st = d.status()["daemon"]
+        check(in_pass >= 3, f"{in_pass} WATCHDOG=1 during a first pass of "
+              f"{st.get('last_pass_seconds', '?')} s at WATCHDOG_USEC=20 ms: {msgs[:ready[0] + 1]}")
+        print(f"watchdog: {len(pings)} pings in 5 s at WATCHDOG_USEC=1 s; {in_pass} during a pass "
+              f"collapsing 12 processes at WATCHDOG_USEC=20 ms")
+    finally:
+        for w in ws:
+            w.stop()
+        d.stop()
+        s.close()
 
 
 def fd_list(pid):

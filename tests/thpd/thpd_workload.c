@@ -5,28 +5,63 @@
  * when the third argument is "huge"), optionally M more one-page
  * mappings (alternating protections, so that they stay apart), then
  * commands on stdin:
- * "check" (contents unchanged?), "prctl" (PR_GET_THP_DISABLE), "where".
+ * "check" (contents unchanged?), "prctl" (PR_GET_THP_DISABLE), "where",
+ * "eintr" (with "epoll" as the third argument: how often the main thread's
+ * epoll_wait() on an empty set failed with EINTR; the commands are then
+ * read by a second thread).
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 
 #define EXTENT (2UL << 20)
 
+static uint64_t *p;
+static size_t len;
+static atomic_ulong eintrs;
+
+static void *commands(void *arg)
+{
+	char line[64];
+
+	(void)arg;
+	while (fgets(line, sizeof(line), stdin)) {
+		if (!strncmp(line, "check", 5)) {
+			size_t bad = 0;
+
+			for (size_t i = 0; i < len / 8; i++)
+				if (p[i] != (i % 512 ? 0 : i * 2654435761u + 1))
+					bad++;
+			printf("%s %zu\n", bad ? "bad" : "ok", bad);
+		} else if (!strncmp(line, "prctl", 5)) {
+			printf("thp_disable %d\n", prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
+		} else if (!strncmp(line, "eintr", 5)) {
+			printf("eintr %lu\n", atomic_load(&eintrs));
+		} else {
+			printf("unknown\n");
+		}
+		fflush(stdout);
+	}
+	exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 0;
-	size_t len = mib << 20;
 	size_t nmaps = argc > 2 ? strtoul(argv[2], NULL, 10) : 0;
 	int advise = argc > 3 && !strcmp(argv[3], "huge");
-	char line[64];
-	uint64_t *p = NULL;
+	int epoll = argc > 3 && !strcmp(argv[3], "epoll");
 	uint8_t *raw;
 
+	len = mib << 20;
 	if (len) {
 		raw = mmap(NULL, len + EXTENT, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (raw == MAP_FAILED) {
@@ -58,20 +93,24 @@ int main(int argc, char **argv)
 	}
 	printf("ready %p %zu\n", (void *)p, len);
 	fflush(stdout);
-	while (fgets(line, sizeof(line), stdin)) {
-		if (!strncmp(line, "check", 5)) {
-			size_t bad = 0;
+	if (epoll) {
+		/*
+		 * Nothing but a stop wakes the main thread: the set is empty and
+		 * no signal has a handler, and a ptrace stop (PTRACE_INTERRUPT)
+		 * ends epoll_wait() with EINTR, which it never restarts.
+		 */
+		struct epoll_event ev;
+		pthread_t t;
+		int ep = epoll_create1(EPOLL_CLOEXEC);
 
-			for (size_t i = 0; i < len / 8; i++)
-				if (p[i] != (i % 512 ? 0 : i * 2654435761u + 1))
-					bad++;
-			printf("%s %zu\n", bad ? "bad" : "ok", bad);
-		} else if (!strncmp(line, "prctl", 5)) {
-			printf("thp_disable %d\n", prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
-		} else {
-			printf("unknown\n");
+		if (ep < 0 || pthread_create(&t, NULL, commands, NULL) != 0) {
+			perror("epoll/thread");
+			return 1;
 		}
-		fflush(stdout);
+		for (;;)
+			if (epoll_wait(ep, &ev, 1, -1) < 0 && errno == EINTR)
+				atomic_fetch_add(&eintrs, 1);
 	}
+	commands(NULL);
 	return 0;
 }

@@ -330,8 +330,21 @@ static int handler(void *user, const char *section, const char *name, const char
 			if (parse_bool(value, &r->setuid))
 				add_err(p, line, "setuid: expected yes or no, got \"%s\"", value);
 		} else if (!strcmp(name, "override_own_policy")) {
-			if (parse_bool(value, &r->override_own))
+			bool b;
+
+			if (parse_bool(value, &b))
 				add_err(p, line, "override_own_policy: expected yes or no, got \"%s\"", value);
+			else
+				r->own = b ? THPD_OWN_IGNORE : THPD_OWN_VISIBLE;
+		} else if (!strcmp(name, "own_policy")) {
+			int k;
+
+			for (k = THPD_OWN_IGNORE; k >= 0 && strcmp(value, thpd_own_name(k)); k--)
+				;
+			if (k < 0)
+				add_err(p, line, "own_policy: expected visible, ask or ignore, got \"%s\"", value);
+			else
+				r->own = k;
 		} else {
 			add_err(p, line, "unknown key \"%s\" in [rule %s]", name, r->name);
 		}
@@ -463,8 +476,8 @@ void thpd_config_print(const struct thpd_config *c, FILE *out)
 				(unsigned long long)(r->max_ns / 1000000));
 		if (r->setuid)
 			fprintf(out, " setuid=yes");
-		if (r->override_own)
-			fprintf(out, " override_own_policy=yes");
+		if (r->policy == THPD_HUGE)
+			fprintf(out, " own_policy=%s", thpd_own_name(r->own));
 		fputc('\n', out);
 	}
 }

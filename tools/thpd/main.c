@@ -26,6 +26,33 @@
 
 static bool verbose;
 
+/* Half the service manager's watchdog interval (0: none), and the last ping. */
+static uint64_t watchdog_ns, watchdog_last;
+
+static void watchdog_ping(void)
+{
+	uint64_t now;
+
+	if (!watchdog_ns)
+		return;
+	now = thpd_mono_ns();
+	if (now - watchdog_last >= watchdog_ns) {
+		sd_notify(0, "WATCHDOG=1");
+		watchdog_last = now;
+	}
+}
+
+bool thpd_tick(void)
+{
+	sigset_t set;
+
+	watchdog_ping();
+	/* run() blocks these for its signalfd: pending, they wait for the loop. */
+	if (sigpending(&set) != 0)
+		return false;
+	return sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1;
+}
+
 void thpd_log(int prio, const char *fmt, ...)
 {
 	char buf[1024];
@@ -150,6 +177,15 @@ static int run(const struct opts *o)
 		return 1;
 	}
 	raise_nofile();
+	{
+		uint64_t usec;
+
+		/* Pinged at half the interval, from the loop and between the processes of a pass. */
+		if (sd_watchdog_enabled(0, &usec) > 0 && usec >= 2) {
+			watchdog_ns = usec * 1000 / 2;
+			watchdog_last = thpd_mono_ns();
+		}
+	}
 	sv = thpd_server_open(o->socket, o->listen ? o->listen : st.cfg.listen, &err);
 	if (!sv) {
 		thpd_log(LOG_ERR, "%s", err ? err : "out of memory");
@@ -163,6 +199,9 @@ static int run(const struct opts *o)
 		 st.cfg.nrules,
 		 thpd_scan_has_connector(st.scan) ? "the proc connector and a /proc walk"
 						  : "a /proc walk each interval");
+	if (watchdog_ns)
+		thpd_log(LOG_INFO, "watchdog: alive every %llu ms",
+			 (unsigned long long)(watchdog_ns / 1000000));
 	next_pass = thpd_mono_ns();
 	for (;;) {
 		struct pollfd fds[40];
@@ -170,6 +209,7 @@ static int run(const struct opts *o)
 		uint64_t now = thpd_mono_ns();
 		int timeout;
 
+		watchdog_ping();
 		if (st.early) {
 			uint64_t soon = last_pass + EARLY_PASS_NS;
 
@@ -203,7 +243,9 @@ static int run(const struct opts *o)
 		else if (thpd_scan_fd(st.scan) >= 0 && events_after < wake)
 			wake = events_after;
 		n += thpd_server_pollfds(sv, fds + n, sizeof(fds) / sizeof(fds[0]) - n);
-		timeout = (int)((wake - now + 999999) / 1000000);
+		if (watchdog_ns && watchdog_last + watchdog_ns < wake)
+			wake = watchdog_last + watchdog_ns;
+		timeout = wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
 		if (poll(fds, n, timeout) < 0 && errno != EINTR) {
 			thpd_log(LOG_ERR, "poll: %s", strerror(errno));
 			ret = 1;
@@ -328,10 +370,16 @@ int main(int argc, char **argv)
 		char *err = NULL;
 		int n = thpd_config_load(&c, o.config, !o.config_given, o.config_dir, &err);
 
-		if (n)
+		if (n) {
 			fputs(err ? err : "out of memory\n", stderr);
-		else
+		} else {
+			struct thp_probe_info pi = { .sz = sizeof(pi) };
+
 			thpd_config_print(&c, stdout);
+			/* On stderr: the rules stay one line each on stdout. */
+			thpd_own_policy_notes(&c, thp_probe(&pi) == 0 && pi.thp_disable_except_advised,
+					      stderr);
+		}
 		free(err);
 		thpd_config_free(&c);
 		return n ? 1 : 0;

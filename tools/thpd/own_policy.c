@@ -2,8 +2,9 @@
 /*
  * thpd: what a matched process asks for itself, and what a rule sets in
  * it: setuid programs and processes with their own never/nohuge default
- * are left alone; never/nohuge/system rules with enforce = inject are set
- * through the inject backend.
+ * are left alone (as far as the kernel shows it from outside, unless the
+ * rule says own_policy = ask); never/nohuge/system rules with
+ * enforce = inject are set through the inject backend.
  */
 #include <elf.h>
 #include <errno.h>
@@ -47,7 +48,36 @@ int thpd_is_secure_exec(pid_t pid)
 	return 0;
 }
 
-void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, const struct thpd_rule *r)
+const char *thpd_own_name(int own)
+{
+	static const char *const names[] = { [THPD_OWN_VISIBLE] = "visible",
+					     [THPD_OWN_ASK] = "ask",
+					     [THPD_OWN_IGNORE] = "ignore" };
+
+	return own >= 0 && own <= THPD_OWN_IGNORE ? names[own] : "?";
+}
+
+#define HIDDEN_NOTE                                                                          \
+	"a process's own nohuge default (PR_THP_DISABLE_EXCEPT_ADVISED) does not show from " \
+	"outside on this kernel: processes with it are collapsed as if they had none "       \
+	"(own_policy = ask reads it by ptrace-stopping each process once)"
+
+int thpd_own_policy_notes(const struct thpd_config *c, bool nohuge_hidden, FILE *out)
+{
+	int n = 0;
+
+	for (size_t i = 0; nohuge_hidden && i < c->nrules; i++) {
+		const struct thpd_rule *r = &c->rules[i];
+
+		if (r->policy == THPD_HUGE && r->own == THPD_OWN_VISIBLE) {
+			fprintf(out, "note: rule %s: " HIDDEN_NOTE "\n", r->name);
+			n++;
+		}
+	}
+	return n;
+}
+
+void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rule *r)
 {
 	if (!r->setuid) {
 		int secure = thpd_is_secure_exec(p->pid);
@@ -60,25 +90,31 @@ void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, const struct th
 		if (secure)
 			return;
 	}
-	if (r->policy == THPD_HUGE && !r->override_own) {
+	if (r->policy == THPD_HUGE && r->own != THPD_OWN_IGNORE) {
+		/* From outside: /proc/PID/status and the maps, nobody is stopped. */
 		THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd);
 		int ret = thp_get_default(&o);
 
 		/*
 		 * NEVER shows from outside; a nohuge default (6.18's
 		 * EXCEPT_ADVISED) does not, and MADV_COLLAPSE from outside
-		 * ignores it: where the kernel has it, the process is asked
-		 * once, through the inject backend.
+		 * ignores it.  Only a rule that says own_policy = ask stops
+		 * the process to ask it, once, through the inject backend.
 		 */
-		if (ret == -EOPNOTSUPP && st->nohuge_hidden) {
+		if (ret == -EOPNOTSUPP && st->nohuge_hidden && r->own == THPD_OWN_VISIBLE &&
+		    !r->own_hidden_logged) {
+			r->own_hidden_logged = true;
+			thpd_log(LOG_NOTICE, "rule %s: " HIDDEN_NOTE, r->name);
+		}
+		if (ret == -EOPNOTSUPP && st->nohuge_hidden && r->own == THPD_OWN_ASK) {
 			o.backend = THP_BACKEND_INJECT;
 			ret = thp_get_default(&o);
 			if (ret < 0 && ret != -ESRCH) {
 				p->skipped = true;
 				thpd_log(LOG_INFO,
 					 "process %d (%s): cannot tell whether its own policy is "
-					 "nohuge (%s: %s), left alone (rule %s; override_own_policy = "
-					 "yes acts anyway)",
+					 "nohuge (%s: %s), left alone (rule %s; own_policy = ignore "
+					 "acts anyway)",
 					 (int)p->pid, p->comm, thp_strerror(ret), thp_strerror_detail(),
 					 r->name);
 				return;

@@ -117,7 +117,11 @@ static int by_gain(const void *a, const void *b)
 				     : 0;
 }
 
-static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rule *r)
+/* One thp_collapse() call of at most @max_ns collapsing and @max_bytes:
+ * the extents it left over budget (0 when done or failed), and in
+ * @collapsed the extents it collapsed. */
+static uint64_t collapse_call(struct thpd_state *st, struct thpd_proc *p, struct thpd_rule *r,
+			      uint64_t max_ns, uint64_t max_bytes, uint64_t *collapsed)
 {
 	struct thp_report fail[FAILURES_CAP];
 	uint64_t c0 = thpd_cpu_ns();
@@ -127,14 +131,12 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 	/* thp_collapse() counts its time budget from its start, which reads
 	 * smaps and pagemap first: on a large process that alone can take the
 	 * whole max_ms_per_pass.  The budget is for collapsing, so the reading
-	 * time of the last pass that collapsed nothing is added to it.  The
-	 * collapsing itself gets no more than the CPU bucket holds (at least
-	 * 1 ms): a deep debt would hold back the next new work for seconds. */
-	THP_OPTS(thp_collapse_opts, o, .pidfd = p->pidfd, .budget_bytes = r->max_bytes,
+	 * time of the last pass that collapsed nothing is added to it. */
+	THP_OPTS(thp_collapse_opts, o, .pidfd = p->pidfd, .budget_bytes = max_bytes,
 		 .failures = fail, .failures_cap = FAILURES_CAP);
-	uint64_t left_ns = st->bucket_s > 0.001 ? (uint64_t)(st->bucket_s * 1e9) : 1000000;
 
-	o.budget_ns = p->overhead_ns + (r->max_ns < left_ns ? r->max_ns : left_ns);
+	*collapsed = 0;
+	o.budget_ns = p->overhead_ns + max_ns;
 	ret = thp_collapse(&o);
 	c0 = thpd_cpu_ns() - c0;
 	st->bucket_s -= (double)c0 / 1e9;
@@ -147,11 +149,11 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 		}
 		if (ret == -EPERM || ret == -EOPNOTSUPP)
 			p->skipped = true;
-		return;
+		return 0;
 	}
 	if (o.thp_disabled) {
 		p->skipped = true;
-		return;
+		return 0;
 	}
 	if (st->verbose)
 		thpd_log(LOG_DEBUG, "process %d (%s): %llu extents collapsed, %llu failed, %llu shared, "
@@ -169,8 +171,7 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 		r->stats.failures[thpd_errno_slot(fail[i].error)]++;
 	if (o.extents_failed > reported)
 		r->stats.failures[THPD_NERRNO - 1] += o.extents_failed - reported;
-	r->over_budget += o.extents_over_budget * THPD_EXTENT;
-	st->work_left += o.extents_over_budget * THPD_EXTENT;
+	*collapsed = o.extents_collapsed;
 	p->huge = o.anon_huge_after;
 	if (o.extents_collapsed) {
 		st->catchup = true;
@@ -184,6 +185,33 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 	if (o.extents_over_budget)
 		st->catchup = true;
 	p->catching_up = o.extents_over_budget != 0;
+	return o.extents_over_budget;
+}
+
+/* A rule's max_ms_per_pass is spent in calls of at most this much: SIGTERM
+ * and the watchdog are looked at between two. */
+#define COLLAPSE_SLICE_NS (500ULL * 1000000ULL)
+
+static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rule *r)
+{
+	uint64_t spent_ns = 0, done = 0, over, n;
+
+	for (;;) {
+		/* No more than the CPU bucket holds (at least 1 ms): a deep debt
+		 * would hold back the next new work for seconds. */
+		uint64_t left_ns = st->bucket_s > 0.001 ? (uint64_t)(st->bucket_s * 1e9) : 1000000;
+		uint64_t want = r->max_ns - spent_ns < left_ns ? r->max_ns - spent_ns : left_ns;
+		uint64_t slice = want < COLLAPSE_SLICE_NS ? want : COLLAPSE_SLICE_NS;
+
+		over = collapse_call(st, p, r, slice, r->max_bytes - done, &n);
+		spent_ns += slice;
+		done += n * THPD_EXTENT;
+		if (!over || spent_ns >= r->max_ns || done >= r->max_bytes || st->bucket_s <= 0 ||
+		    thpd_tick())
+			break;
+	}
+	r->over_budget += over * THPD_EXTENT;
+	st->work_left += over * THPD_EXTENT;
 }
 
 /* The largest bucket: the catch-up share of one interval, or of a second
@@ -223,6 +251,7 @@ void thpd_pass(struct thpd_state *st)
 	size_t ncand = 0, cap = 0;
 	uint64_t cpu, wall, t0 = thpd_mono_ns();
 	double rate, maxb;
+	bool stop = false;
 
 	/* The budget: every CPU second the daemon used counts against it,
 	 * earned at the steady rate, or the catch-up rate while the last pass
@@ -255,12 +284,17 @@ void thpd_pass(struct thpd_state *st)
 		r->folio_procs = r->folio_base = 0;
 		memset(r->folio_bytes, 0, sizeof(r->folio_bytes));
 	}
-	for (size_t i = 0; i < st->nhash; i++) {
+	for (size_t i = 0; i < st->nhash && !stop; i++) {
 		for (struct thpd_proc *p = st->hash[i]; p; p = p->next) {
 			struct thpd_rule *r;
 
 			if (p->rule < 0)
 				continue;
+			/* SIGTERM ends a pass between two processes: the rest waits for no one. */
+			if (thpd_tick()) {
+				stop = true;
+				break;
+			}
 			r = &st->cfg.rules[p->rule];
 			if (r->policy == THPD_IGNORE)
 				continue;
@@ -293,9 +327,14 @@ void thpd_pass(struct thpd_state *st)
 	if (st->verbose && ncand)
 		thpd_log(LOG_DEBUG, "pass %llu: %zu processes to collapse, budget %.1f ms CPU",
 			 (unsigned long long)st->passes, ncand, st->bucket_s * 1e3);
-	for (size_t i = 0; i < ncand; i++) {
+	for (size_t i = 0; i < ncand && !stop; i++) {
 		struct thpd_proc *p = cand[i];
 		struct thpd_rule *r = &st->cfg.rules[p->rule];
+
+		if (thpd_tick()) {
+			stop = true;
+			break;
+		}
 
 		if (st->bucket_s <= 0 || (i == 0 && st->bucket_s < spend_threshold(st))) {
 			r->over_budget += p->alignable - p->huge;
@@ -322,6 +361,9 @@ void thpd_pass(struct thpd_state *st)
 		collapse(st, p, r);
 	}
 	free(cand);
+	if (stop)
+		thpd_log(LOG_INFO, "pass %llu ended early: the daemon is asked to stop",
+			 (unsigned long long)st->passes);
 	st->nmatched = 0;
 	for (size_t i = 0; i < st->nhash; i++) {
 		for (struct thpd_proc *p = st->hash[i]; p; p = p->next) {

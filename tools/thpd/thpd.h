@@ -20,6 +20,13 @@ enum thpd_policy {
 	THPD_IGNORE,
 };
 
+/* What a huge rule does with a matched process's own default (own_policy =). */
+enum thpd_own {
+	THPD_OWN_VISIBLE, /* honour what the kernel shows from outside; stop no one */
+	THPD_OWN_ASK,	  /* and ask, through the inject backend, where it shows nothing */
+	THPD_OWN_IGNORE,  /* act regardless (override_own_policy = yes) */
+};
+
 /* The PMD size thpd collapses to (x86_64 and the others with 4 KiB pages). */
 #define THPD_EXTENT (2ULL << 20)
 
@@ -44,7 +51,8 @@ struct thpd_rule {
 	int policy; /* enum thpd_policy, -1 unset */
 	bool inject;
 	bool setuid;
-	bool override_own;
+	int own;		/* enum thpd_own */
+	bool own_hidden_logged; /* the notice that a nohuge default is unseen was given */
 	uint64_t max_bytes;
 	uint64_t max_ns;
 	char *file;
@@ -208,9 +216,13 @@ void thpd_measure(struct thpd_state *st, struct thpd_proc *p, bool collapsing);
 /* 1: a setuid/setgid (or file-capability) program, or cannot tell; 0 not; -1 gone. */
 int thpd_is_secure_exec(pid_t pid);
 /* Once per process and rule: mark it skipped if a rule must leave it alone. */
-void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, const struct thpd_rule *r);
+void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rule *r);
 /* Set the rule's never/nohuge/system policy in the process (enforce = inject). */
 void thpd_inject(struct thpd_proc *p, const struct thpd_rule *r);
+/* The own_policy names, and the notice --check-config gives for rules whose
+ * processes' nohuge default this kernel hides: 0 when none, else the count. */
+const char *thpd_own_name(int own);
+int thpd_own_policy_notes(const struct thpd_config *c, bool nohuge_hidden, FILE *out);
 
 /* server.c */
 struct thpd_server;
@@ -223,5 +235,8 @@ void thpd_server_handle(struct thpd_server *sv, const struct thpd_state *st);
 
 /* main.c */
 void thpd_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Between two processes of a pass: tells the service manager's watchdog the
+ * daemon is alive when due; true when SIGTERM or SIGINT waits (end the pass). */
+bool thpd_tick(void);
 
 #endif
