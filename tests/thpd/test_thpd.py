@@ -636,6 +636,71 @@ def case_fds(args, tmp):
               f"thpd under ASan exited {d.p.returncode} (LeakSanitizer): {d.logtext()[-2000:]}")
 
 
+def case_metricsfile(args, tmp):
+    """The metrics file: written through its directory, never through a
+    link, and not at all into a directory that others can write."""
+    conf = os.path.join(tmp, "m.conf")
+    with open(conf, "w") as f:
+        f.write("[rule m]\nexe = /nonexistent/m\npolicy = huge\n")
+
+    def once(path):
+        return subprocess.run([args.thpd, "--once", "--config", conf, "--config-dir",
+                               os.path.join(tmp, "none.d"), "--metrics-file", path],
+                              capture_output=True, text=True, timeout=60)
+
+    outside = os.path.join(tmp, "outside")
+    os.mkdir(outside, 0o700)
+    victims = [os.path.join(outside, n) for n in ("via-tmp", "via-final")]
+    for v in victims:
+        with open(v, "w") as f:
+            f.write("root's own file\n")
+    d = os.path.join(tmp, "plain")
+    os.mkdir(d, 0o755)
+    path = os.path.join(d, "thpd.prom")
+    os.symlink(victims[0], path + ".tmp")
+    os.symlink(victims[1], path)
+    r = once(path)
+    check(r.returncode == 0, f"thpd --once: {r.stderr}")
+    for v in victims:
+        with open(v) as f:
+            check(f.read() == "root's own file\n", f"{v} written through a planted link")
+    check(not os.path.islink(path) and os.path.isfile(path), "the final name is still a link")
+    with open(path) as f:
+        check("thpd_rule_processes{rule=\"m\"}" in f.read(), "metrics file without the metrics")
+    check(not os.path.lexists(path + ".tmp"), "temporary file left")
+    check(os.stat(path).st_mode & 0o777 == 0o644, f"mode {os.stat(path).st_mode:o}")
+
+    # A directory every user can write, not sticky: refused, said once.
+    ww = os.path.join(tmp, "worldwritable")
+    os.mkdir(ww)
+    os.chmod(ww, 0o777)
+    r = once(os.path.join(ww, "thpd.prom"))
+    check(not os.listdir(ww), f"written into a world-writable directory: {os.listdir(ww)}")
+    check("writable by other users" in r.stderr, f"no reason given: {r.stderr}")
+    # Owned by another user: refused too.
+    other = os.path.join(tmp, "other")
+    os.mkdir(other, 0o755)
+    os.chown(other, 65534, 65534)
+    once(os.path.join(other, "thpd.prom"))
+    check(not os.listdir(other), "written into another user's directory")
+    # A sticky directory of root's (as /tmp) is fine.
+    sticky = os.path.join(tmp, "sticky")
+    os.mkdir(sticky)
+    os.chmod(sticky, 0o1777)
+    r = once(os.path.join(sticky, "thpd.prom"))
+    check(os.path.isfile(os.path.join(sticky, "thpd.prom")), f"sticky root directory refused: {r.stderr}")
+    # The daemon says it once, not once per pass.
+    dm = Daemon(args, tmp, "[rule m]\nexe = /nonexistent/m\npolicy = huge\n")
+    dm.start(["--metrics-file", os.path.join(ww, "thpd.prom")])
+    try:
+        dm.wait_passes(5)
+        n = dm.logtext().count("writable by other users")
+        check(n == 1, f"the refusal logged {n} times: {dm.logtext()}")
+        check(not os.listdir(ww), "the daemon wrote into a world-writable directory")
+    finally:
+        dm.stop()
+
+
 THP = "/sys/kernel/mm/transparent_hugepage"
 
 

@@ -179,15 +179,14 @@ static int run(const struct opts *o)
 		}
 		if (now >= next_pass) {
 			const char *mf = o->metrics_file ? o->metrics_file : st.cfg.metrics_file;
-			int r;
 
 			last_pass = now;
 			thpd_pass(&st);
 			/* A catch-up pass is timed from this one's end: its
 			 * wait is what the CPU budget needs to earn. */
 			next_pass = (st.work_left ? thpd_mono_ns() : now) + thpd_next_pass_ns(&st);
-			if (mf && (r = thpd_metrics_write_file(&st, mf)) < 0)
-				thpd_log(LOG_WARNING, "metrics file %s: %s", mf, strerror(-r));
+			if (mf)
+				thpd_metrics_write_file(&st, mf); /* logs its failures */
 			status_line(&st, !ready);
 			ready = true;
 			continue;

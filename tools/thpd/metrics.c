@@ -6,6 +6,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "thpd.h"
@@ -447,39 +449,124 @@ char *thpd_rules_text(const struct thpd_state *st, size_t *len)
 	return s;
 }
 
-int thpd_metrics_write_file(const struct thpd_state *st, const char *path)
+/*
+ * The directory of the metrics file, opened without following a link, or
+ * -errno.  A directory that another user can write is refused (-EPERM)
+ * unless it is sticky and root's, as /tmp: there others cannot replace
+ * or remove root's files.  *@why says what was wrong.
+ */
+static int open_dir(const char *dir, const char **why)
 {
-	char tmp[4096];
-	size_t len, off = 0;
-	char *text = thpd_metrics_text(st, &len);
-	int fd, ret = 0;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat sb;
 
-	if (!text)
-		return -ENOMEM;
-	/* Written beside it and renamed: node_exporter never reads half a file. */
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		free(text);
+	if (dfd < 0) {
+		*why = errno == ELOOP || errno == ENOTDIR ? "its directory is not a directory (or is a symbolic link)" : NULL;
 		return -errno;
 	}
+	if (fstat(dfd, &sb) != 0) {
+		int e = errno;
+
+		close(dfd);
+		*why = NULL;
+		return -e;
+	}
+	if ((sb.st_uid != 0 && sb.st_uid != geteuid()) ||
+	    ((sb.st_mode & (S_IWGRP | S_IWOTH)) && !((sb.st_mode & S_ISVTX) && sb.st_uid == 0))) {
+		close(dfd);
+		*why = "its directory is writable by other users and not a sticky directory of root's";
+		return -EPERM;
+	}
+	return dfd;
+}
+
+static int write_all(int fd, const char *text, size_t len)
+{
+	size_t off = 0;
+
 	while (off < len) {
 		ssize_t w = write(fd, text + off, len - off);
 
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			ret = -errno;
-			break;
+			return -errno;
 		}
 		off += (size_t)w;
 	}
+	return 0;
+}
+
+static int write_file(const struct thpd_state *st, const char *path, const char **why)
+{
+	char dir[4096], tmp[4096];
+	const char *base = strrchr(path, '/');
+	size_t len;
+	char *text;
+	int dfd, fd, ret;
+
+	*why = NULL;
+	if (!base || !base[1] || strlen(path) >= sizeof(dir) - 8) {
+		*why = "not an absolute path of a file";
+		return -EINVAL;
+	}
+	snprintf(dir, sizeof(dir), "%.*s", base == path ? 1 : (int)(base - path), path);
+	base++;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", base);
+	dfd = open_dir(dir, why);
+	if (dfd < 0)
+		return dfd;
+	text = thpd_metrics_text(st, &len);
+	if (!text) {
+		close(dfd);
+		return -ENOMEM;
+	}
+	/*
+	 * Written beside it and renamed: node_exporter never reads half a file.
+	 * Created afresh, never through a link: whatever is at the temporary
+	 * name (a crash's leftover or a planted link) is removed, not followed.
+	 */
+	for (int tries = 0;; tries++) {
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0 || errno != EEXIST || tries > 0 || unlinkat(dfd, tmp, 0) != 0)
+			break;
+	}
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = write_all(fd, text, len);
 	if (close(fd) != 0 && !ret)
 		ret = -errno;
-	if (!ret && rename(tmp, path) != 0)
+	/* renameat() replaces a link at the final name; it never follows it. */
+	if (!ret && renameat(dfd, tmp, dfd, base) != 0)
 		ret = -errno;
 	if (ret)
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
+out:
 	free(text);
+	close(dfd);
 	return ret;
+}
+
+int thpd_metrics_write_file(const struct thpd_state *st, const char *path)
+{
+	/* One log line per new failure, not one per pass. */
+	static int last_err;
+	static char *last_path;
+	const char *why;
+	int r = write_file(st, path, &why);
+
+	if (r != last_err || !last_path || strcmp(last_path, path) != 0) {
+		if (r < 0 && why)
+			thpd_log(LOG_ERR, "metrics file %s: not written: %s", path, why);
+		else if (r < 0)
+			thpd_log(LOG_WARNING, "metrics file %s: %s", path, strerror(-r));
+		else if (last_err)
+			thpd_log(LOG_INFO, "metrics file %s: written again", path);
+		last_err = r;
+		free(last_path);
+		last_path = strdup(path);
+	}
+	return r;
 }

@@ -194,6 +194,7 @@ void thpd_consider(struct thpd_state *st, pid_t pid);
 char *thpd_metrics_text(const struct thpd_state *st, size_t *len);
 char *thpd_json_text(const struct thpd_state *st, size_t *len);
 char *thpd_rules_text(const struct thpd_state *st, size_t *len);
+/* Through its directory, never following a link; logs each new failure once. */
 int thpd_metrics_write_file(const struct thpd_state *st, const char *path);
 /* A folio size as a label value: "64K", "2M"; @buf of 24 bytes at least. */
 const char *thpd_size_label(uint64_t size, char *buf, size_t len);
