@@ -137,7 +137,8 @@ class Daemon:
                 if not b:
                     break
                 chunks.append(b)
-            return b"".join(chunks).decode()
+            # Bytes that are not UTF-8 kept as they are (case labels checks them).
+            return b"".join(chunks).decode("utf-8", "surrogateescape")
         finally:
             s.close()
 
@@ -262,7 +263,7 @@ def http_get(port, path):
             out += b
     finally:
         s.close()
-    head, _, body = out.decode().partition("\r\n\r\n")
+    head, _, body = out.decode("utf-8", "surrogateescape").partition("\r\n\r\n")
     return int(head.split()[1]), body
 
 
@@ -699,6 +700,47 @@ def case_metricsfile(args, tmp):
         check(not os.listdir(ww), "the daemon wrote into a world-writable directory")
     finally:
         dm.stop()
+
+
+def case_labels(args, tmp):
+    """A process name that is not UTF-8 and holds quotes, backslashes,
+    newlines and control bytes: valid metrics (promtool) and valid JSON."""
+    wdir = os.path.join(tmp, "w")
+    os.mkdir(wdir)
+    name = b'a"\\\n\x01\xff\xc3\xa9\xc3z'
+    exe = os.path.join(wdir.encode(), name)
+    shutil.copy(args.workload, exe)
+    os.chmod(exe, 0o755)
+    mfile = os.path.join(tmp, "thpd.prom")
+    d = Daemon(args, tmp, f"[rule w]\nexe = {wdir}/*\npolicy = huge\n")
+    p = subprocess.Popen([exe, "8"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        check(p.stdout.readline().startswith(b"ready"), "workload did not start")
+        d.start(["--metrics-file", mfile])
+        d.wait_passes(2)
+        with open(mfile, "rb") as f:
+            file_text = f.read()
+        for what, text in (("socket", d.query("metrics").encode("utf-8", "surrogateescape")),
+                           ("file", file_text)):
+            try:
+                text.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise Fail(f"{what} metrics not UTF-8: {e}")
+            check(f'pid="{p.pid}"'.encode() in text, f"{what}: no series for the workload")
+            promtool_check(text.decode())
+            line = [ln for ln in text.decode().splitlines()
+                    if ln.startswith("thpd_process_anon_bytes{") and f'pid="{p.pid}"' in ln]
+            check(line and 'comm="a\\"\\\\\\n\x01\ufffd\u00e9\ufffdz"' in line[0],
+                  f"{what}: comm label {line}")
+        for what, js in (("socket", d.query("json")), ):
+            st = json.loads(js)
+            comms = [x["comm"] for x in st["processes"] if x["pid"] == p.pid]
+            check(comms == ['a"\\\n\x01\ufffd\u00e9\ufffdz'], f"{what} JSON comm {comms}")
+            check(all(ord(ch) >= 0x20 for ch in js if ch not in "\n"), f"{what}: raw control byte in JSON")
+    finally:
+        p.kill()
+        p.wait()
+        d.stop()
 
 
 THP = "/sys/kernel/mm/transparent_hugepage"

@@ -10,6 +10,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "json.h" /* tools/thpctl: utf8_char() */
 #include "thpd.h"
 
 struct buf {
@@ -70,33 +71,61 @@ static char *bdone(struct buf *b, size_t *len)
 	return b->s;
 }
 
-/* A label value: backslash, quote and newline escaped (exposition format). */
+/*
+ * One character of @s for a label value or a JSON string: the length of the
+ * valid UTF-8 sequence at @s, or 0 for a byte that does not start one (it
+ * is written as U+FFFD: promtool refuses the whole exposition otherwise).
+ */
+static size_t utf8_len(const char *s)
+{
+	uint32_t cp;
+
+	return utf8_char((const unsigned char *)s, &cp);
+}
+
+/* A label value: valid UTF-8, with backslash, quote and newline escaped. */
 static void prom_str(struct buf *b, const char *s)
 {
-	for (; *s; s++) {
+	while (*s) {
+		size_t n;
+
 		if (*s == '\\')
 			bprintf(b, "\\\\");
 		else if (*s == '"')
 			bprintf(b, "\\\"");
 		else if (*s == '\n')
 			bprintf(b, "\\n");
-		else
-			bprintf(b, "%c", *s);
+		else if ((n = utf8_len(s)) == 0)
+			bprintf(b, "\xef\xbf\xbd");
+		else {
+			bprintf(b, "%.*s", (int)n, s);
+			s += n;
+			continue;
+		}
+		s++;
 	}
 }
 
+/* A JSON string: valid UTF-8 kept, control characters escaped, other bytes U+FFFD. */
 static void json_str(struct buf *b, const char *s)
 {
 	bprintf(b, "\"");
-	for (; *s; s++) {
+	while (*s) {
 		unsigned char c = (unsigned char)*s;
+		size_t n;
 
 		if (c == '"' || c == '\\')
 			bprintf(b, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
+		else if (c < 0x20 || c == 0x7f)
 			bprintf(b, "\\u%04x", c);
-		else
-			bprintf(b, "%c", c);
+		else if ((n = utf8_len(s)) == 0)
+			bprintf(b, "\\ufffd");
+		else {
+			bprintf(b, "%.*s", (int)n, s);
+			s += n;
+			continue;
+		}
+		s++;
 	}
 	bprintf(b, "\"");
 }
