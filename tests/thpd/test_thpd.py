@@ -711,17 +711,19 @@ def case_labels(args, tmp):
     exe = os.path.join(wdir.encode(), name)
     shutil.copy(args.workload, exe)
     os.chmod(exe, 0o755)
+    port = 20000 + (os.getpid() + 13) % 30000
     mfile = os.path.join(tmp, "thpd.prom")
-    d = Daemon(args, tmp, f"[rule w]\nexe = {wdir}/*\npolicy = huge\n")
+    d = Daemon(args, tmp, f"[daemon]\nhttp_process_metrics = yes\n[rule w]\nexe = {wdir}/*\npolicy = huge\n")
     p = subprocess.Popen([exe, "8"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         check(p.stdout.readline().startswith(b"ready"), "workload did not start")
-        d.start(["--metrics-file", mfile])
+        d.start(["--listen", f"127.0.0.1:{port}", "--metrics-file", mfile])
         d.wait_passes(2)
+        code, http_text = http_get(port, "/metrics")
         with open(mfile, "rb") as f:
             file_text = f.read()
         for what, text in (("socket", d.query("metrics").encode("utf-8", "surrogateescape")),
-                           ("file", file_text)):
+                           ("HTTP", http_text.encode("utf-8", "surrogateescape")), ("file", file_text)):
             try:
                 text.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -732,7 +734,8 @@ def case_labels(args, tmp):
                     if ln.startswith("thpd_process_anon_bytes{") and f'pid="{p.pid}"' in ln]
             check(line and 'comm="a\\"\\\\\\n\x01\ufffd\u00e9\ufffdz"' in line[0],
                   f"{what}: comm label {line}")
-        for what, js in (("socket", d.query("json")), ):
+        code, body = http_get(port, "/status.json")
+        for what, js in (("socket", d.query("json")), ("HTTP", body)):
             st = json.loads(js)
             comms = [x["comm"] for x in st["processes"] if x["pid"] == p.pid]
             check(comms == ['a"\\\n\x01\ufffd\u00e9\ufffdz'], f"{what} JSON comm {comms}")
@@ -741,6 +744,47 @@ def case_labels(args, tmp):
         p.kill()
         p.wait()
         d.stop()
+
+
+def case_httpprocs(args, tmp):
+    """Per-process figures are on the root-only socket; on HTTP only with
+    http_process_metrics = yes.  Per-rule figures are on both."""
+    exe = copy_workload(args, tmp, "wl-hp")
+    port = 20000 + (os.getpid() + 19) % 30000
+    w = Workload(exe, 8)
+    try:
+        for setting in ("", "http_process_metrics = no\n", "http_process_metrics = yes\n"):
+            d = Daemon(args, tmp, f"[daemon]\n{setting}[rule h]\nexe = {exe}\npolicy = huge\n")
+            d.start(["--listen", f"127.0.0.1:{port}"])
+            try:
+                d.wait_passes(2)
+                on = "yes" in setting
+                sock = d.query("metrics")
+                check(metric(sock, "thpd_process_anon_bytes", pid=w.pid) is not None,
+                      f"[{setting.strip()}] socket lost the per-process series")
+                check(any(x["pid"] == w.pid for x in d.status()["processes"]),
+                      f"[{setting.strip()}] socket JSON lost the processes")
+                code, text = http_get(port, "/metrics")
+                check(code == 200 and metric(text, "thpd_rule_anon_bytes", rule="h") is not None,
+                      f"[{setting.strip()}] HTTP lost the per-rule series")
+                promtool_check(text)
+                per_proc = [ln for ln in text.splitlines() if 'pid="' in ln or "comm=" in ln]
+                check(bool(per_proc) == on, f"[{setting.strip()}] HTTP per-process series: {per_proc[:3]}")
+                code, body = http_get(port, "/status.json")
+                js = json.loads(body)
+                check(("processes" in js) == on and js["rules"][0]["name"] == "h",
+                      f"[{setting.strip()}] HTTP JSON: {sorted(js)}")
+                if on:
+                    check(any(x["pid"] == w.pid for x in js["processes"]), "HTTP JSON: process missing")
+            finally:
+                d.stop()
+            if on:
+                check("http_process_metrics=yes" in subprocess.run(
+                    [args.thpd, "--check-config", "--config", d.conf, "--config-dir",
+                     os.path.join(tmp, "none.d")], capture_output=True, text=True).stdout,
+                    "--check-config does not show http_process_metrics")
+    finally:
+        w.stop()
 
 
 THP = "/sys/kernel/mm/transparent_hugepage"

@@ -280,6 +280,9 @@ static int handler(void *user, const char *section, const char *name, const char
 				set_str(&c->metrics_file, value);
 		} else if (!strcmp(name, "listen")) {
 			set_str(&c->listen, value);
+		} else if (!strcmp(name, "http_process_metrics")) {
+			if (parse_bool(value, &c->http_process_metrics))
+				add_err(p, line, "http_process_metrics: expected yes or no, got \"%s\"", value);
 		} else if (!strcmp(name, "top_processes")) {
 			if (parse_uint(value, 10000, &n))
 				add_err(p, line, "top_processes: expected 0 to 10000, got \"%s\"", value);
@@ -443,6 +446,8 @@ void thpd_config_print(const struct thpd_config *c, FILE *out)
 		fprintf(out, " metrics_file=%s", c->metrics_file);
 	if (c->listen)
 		fprintf(out, " listen=%s", c->listen);
+	if (c->http_process_metrics)
+		fprintf(out, " http_process_metrics=yes");
 	fputc('\n', out);
 	for (size_t i = 0; i < c->nrules; i++) {
 		const struct thpd_rule *r = &c->rules[i];

@@ -242,7 +242,7 @@ static void proc_series(struct buf *b, const struct thpd_state *st, const struct
  * without them has no series rather than zeros.
  */
 static void folio_series(struct buf *b, const struct thpd_state *st, const struct thpd_proc **v,
-			 size_t n)
+			 size_t n, bool per_process)
 {
 	size_t top = n < st->cfg.top ? n : st->cfg.top;
 	bool any = false;
@@ -267,6 +267,8 @@ static void folio_series(struct buf *b, const struct thpd_state *st, const struc
 				(unsigned long long)rule_folio(r, k));
 		}
 	}
+	if (!per_process)
+		return;
 	head(b, "process_folio_bytes", "gauge",
 	     "Anonymous memory by folio size (size=\"base\": base pages), per process.");
 	for (size_t i = 0; i < top; i++) {
@@ -316,7 +318,7 @@ static void folio_json(struct buf *b, const struct thpd_state *st, uint64_t base
 	bprintf(b, "}");
 }
 
-char *thpd_metrics_text(const struct thpd_state *st, size_t *len)
+static char *metrics_text(const struct thpd_state *st, bool per_process, size_t *len)
 {
 	struct buf b = { 0 };
 	const struct thpd_proc **v;
@@ -378,14 +380,16 @@ char *thpd_metrics_text(const struct thpd_state *st, size_t *len)
 	rule_series(&b, st, "bytes_over_budget", "gauge",
 		    "Collapsible memory left by the last pass because a budget was spent.",
 		    offsetof(struct thpd_rule, over_budget));
-	proc_series(&b, st, v, n, "process_anon_bytes", "Resident anonymous memory per process.",
-		    offsetof(struct thpd_proc, anon));
-	proc_series(&b, st, v, n, "process_huge_bytes", "Of it, in huge pages, per process.",
-		    offsetof(struct thpd_proc, huge));
-	proc_series(&b, st, v, n, "process_alignable_bytes",
-		    "Anonymous memory that could be huge, per process.",
-		    offsetof(struct thpd_proc, alignable));
-	folio_series(&b, st, v, n);
+	if (per_process) {
+		proc_series(&b, st, v, n, "process_anon_bytes",
+			    "Resident anonymous memory per process.", offsetof(struct thpd_proc, anon));
+		proc_series(&b, st, v, n, "process_huge_bytes", "Of it, in huge pages, per process.",
+			    offsetof(struct thpd_proc, huge));
+		proc_series(&b, st, v, n, "process_alignable_bytes",
+			    "Anonymous memory that could be huge, per process.",
+			    offsetof(struct thpd_proc, alignable));
+	}
+	folio_series(&b, st, v, n, per_process);
 	if (st->folio_source >= 0) {
 		head(&b, "folio_sizes_readable", "gauge",
 		     "1 when the last query read folio sizes (pagemap and kpageflags; needs "
@@ -405,7 +409,17 @@ char *thpd_metrics_text(const struct thpd_state *st, size_t *len)
 	return bdone(&b, len);
 }
 
-char *thpd_json_text(const struct thpd_state *st, size_t *len)
+char *thpd_metrics_text(const struct thpd_state *st, size_t *len)
+{
+	return metrics_text(st, true, len);
+}
+
+char *thpd_metrics_text_public(const struct thpd_state *st, size_t *len)
+{
+	return metrics_text(st, st->cfg.http_process_metrics, len);
+}
+
+static char *json_text(const struct thpd_state *st, bool per_process, size_t *len)
 {
 	struct buf b = { 0 };
 	const struct thpd_proc **v;
@@ -437,8 +451,10 @@ char *thpd_json_text(const struct thpd_state *st, size_t *len)
 		}
 		bprintf(&b, "}}");
 	}
-	bprintf(&b, "],\"processes\":[");
-	for (size_t i = 0; i < n; i++) {
+	bprintf(&b, "]");
+	if (per_process)
+		bprintf(&b, ",\"processes\":[");
+	for (size_t i = 0; per_process && i < n; i++) {
 		bprintf(&b, "%s{\"pid\":%d,\"comm\":", i ? "," : "", (int)v[i]->pid);
 		json_str(&b, v[i]->comm);
 		bprintf(&b, ",\"rule\":");
@@ -450,15 +466,24 @@ char *thpd_json_text(const struct thpd_state *st, size_t *len)
 			folio_json(&b, st, v[i]->folio_base, v[i]->folio_bytes);
 		bprintf(&b, "}");
 	}
-	bprintf(&b, "],\"daemon\":{\"folio_source\":\"%s\",\"pid\":%d,\"cpu_seconds\":%.6f,\"passes\":%llu,"
+	bprintf(&b, "%s\"daemon\":{\"folio_source\":\"%s\",\"pid\":%d,\"cpu_seconds\":%.6f,\"passes\":%llu,"
 		    "\"last_pass_seconds\":%.6f,\"rss_bytes\":%llu}}\n",
-		st->folio_source < 0				  ? "unknown"
-		: st->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS ? "kpageflags"
-								  : "none",
+		per_process ? "]," : ",", st->folio_source < 0 ? "unknown" : st->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS ? "kpageflags"
+															     : "none",
 		(int)getpid(), (double)thpd_cpu_ns() / 1e9, (unsigned long long)st->passes,
 		st->last_pass_s, (unsigned long long)thpd_rss_bytes());
 	free(v);
 	return bdone(&b, len);
+}
+
+char *thpd_json_text(const struct thpd_state *st, size_t *len)
+{
+	return json_text(st, true, len);
+}
+
+char *thpd_json_text_public(const struct thpd_state *st, size_t *len)
+{
+	return json_text(st, st->cfg.http_process_metrics, len);
 }
 
 char *thpd_rules_text(const struct thpd_state *st, size_t *len)

@@ -244,9 +244,9 @@ static void reply(struct client *c, const struct thpd_state *st)
 		int hl;
 
 		if (!strncmp(c->req, "GET /metrics ", 13) || !strncmp(c->req, "GET /metrics?", 13)) {
-			body = thpd_metrics_text(st, &len);
+			body = thpd_metrics_text_public(st, &len);
 		} else if (!strncmp(c->req, "GET /status.json ", 17)) {
-			body = thpd_json_text(st, &len);
+			body = thpd_json_text_public(st, &len);
 			ctype = "application/json";
 		} else {
 			status = 404;

@@ -64,6 +64,7 @@ struct thpd_config {
 	char *metrics_file;
 	char *listen;
 	unsigned top;
+	bool http_process_metrics; /* per-process figures on HTTP too, not only the socket */
 	struct thpd_rule *rules;
 	size_t nrules;
 	bool uses_user;	  /* some rule matches by user */
@@ -193,6 +194,9 @@ void thpd_consider(struct thpd_state *st, pid_t pid);
 /* metrics.c: text into a malloc'd buffer; NULL on out of memory. */
 char *thpd_metrics_text(const struct thpd_state *st, size_t *len);
 char *thpd_json_text(const struct thpd_state *st, size_t *len);
+/* For HTTP: without per-process figures unless http_process_metrics = yes. */
+char *thpd_metrics_text_public(const struct thpd_state *st, size_t *len);
+char *thpd_json_text_public(const struct thpd_state *st, size_t *len);
 char *thpd_rules_text(const struct thpd_state *st, size_t *len);
 /* Through its directory, never following a link; logs each new failure once. */
 int thpd_metrics_write_file(const struct thpd_state *st, const char *path);
