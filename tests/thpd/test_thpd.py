@@ -702,6 +702,74 @@ def case_metricsfile(args, tmp):
         dm.stop()
 
 
+def open_idle(n, family, addr):
+    socks = []
+    for _ in range(n):
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect(addr)
+        except (BlockingIOError, InterruptedError):
+            pass
+        socks.append(s)
+    return socks
+
+
+def case_scrape(args, tmp):
+    """1,000 idle TCP and 1,000 idle Unix connections do not keep a scrape
+    or a socket query out, and leave no descriptor behind."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+    port = 20000 + (os.getpid() + 7) % 30000
+    d = Daemon(args, tmp, "[rule s]\nexe = /nonexistent/s\npolicy = huge\n")
+    d.start(["--listen", f"127.0.0.1:{port}"])
+    idle = []
+    try:
+        d.wait_passes(2)
+        base = fd_list(d.p.pid)
+        idle = open_idle(1000, socket.AF_INET, ("127.0.0.1", port))
+        idle += open_idle(1000, socket.AF_UNIX, d.sock)
+        time.sleep(0.5)
+        # Every connection of the 2,000 has reached thpd: now ask.
+        t0 = time.monotonic()
+        try:
+            code, body = http_get(port, "/metrics")
+        except (OSError, IndexError) as e:
+            raise Fail(f"scrape with 2,000 idle clients: {e!r}")
+        check(code == 200 and "thpd_passes_total" in body, f"scrape with 2,000 idle clients: {code}")
+        try:
+            check(d.query("metrics").startswith("# HELP"), "socket query with 2,000 idle clients")
+        except OSError as e:
+            raise Fail(f"socket query with 2,000 idle clients: {e!r}")
+        took = time.monotonic() - t0
+        # Slowloris: one byte now and then does not keep a slot for long.
+        slow = open_idle(40, socket.AF_INET, ("127.0.0.1", port))
+        for _ in range(3):
+            time.sleep(0.5)
+            for s in slow:
+                try:
+                    s.send(b"G")
+                except OSError:
+                    pass
+        try:
+            code, _ = http_get(port, "/metrics")
+        except (OSError, IndexError) as e:
+            raise Fail(f"scrape among slow clients: {e!r}")
+        check(code == 200, f"scrape among slow clients: {code}")
+        idle += slow
+        for s in idle:
+            s.close()
+        idle = []
+        check(wait_for(lambda: len(fd_list(d.p.pid)) == len(base), 15),
+              f"fds {len(base)} -> {len(fd_list(d.p.pid))}")
+        print(f"scrape and query with 2,000 idle clients: {took:.2f} s; fds back to {len(base)}")
+    finally:
+        for s in idle:
+            s.close()
+        d.stop()
+
+
 def case_labels(args, tmp):
     """A process name that is not UTF-8 and holds quotes, backslashes,
     newlines and control bytes: valid metrics (promtool) and valid JSON."""

@@ -202,7 +202,10 @@ static int run(const struct opts *o)
 		else if (thpd_scan_fd(st.scan) >= 0 && events_after < wake)
 			wake = events_after;
 		n += thpd_server_pollfds(sv, fds + n, sizeof(fds) / sizeof(fds[0]) - n);
-		timeout = (int)((wake - now + 999999) / 1000000);
+		/* A client's deadline wakes the loop: it is dropped in time. */
+		if (thpd_server_deadline(sv) < wake)
+			wake = thpd_server_deadline(sv);
+		timeout = wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
 		if (poll(fds, n, timeout) < 0 && errno != EINTR) {
 			thpd_log(LOG_ERR, "poll: %s", strerror(errno));
 			ret = 1;

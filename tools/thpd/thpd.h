@@ -217,10 +217,24 @@ void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, const struct th
 /* Set the rule's never/nohuge/system policy in the process (enforce = inject). */
 void thpd_inject(struct thpd_proc *p, const struct thpd_rule *r);
 
+/* request.c */
+#define THPD_REQ_MAX 1024 /* bytes of a request kept; a longer one is answered as it is */
+enum thpd_req {
+	THPD_REQ_INCOMPLETE, /* wait for more */
+	THPD_REQ_METRICS,
+	THPD_REQ_JSON,
+	THPD_REQ_RULES,	  /* the socket only */
+	THPD_REQ_UNKNOWN, /* an error line on the socket, 404 on HTTP */
+};
+/* @eof: the client shut down its side after these @len bytes. */
+enum thpd_req thpd_request_parse(const char *req, size_t len, bool http, bool eof);
+
 /* server.c */
 struct thpd_server;
 struct thpd_server *thpd_server_open(const char *sock_path, const char *listen, char **err);
 void thpd_server_close(struct thpd_server *sv);
+/* The earliest client deadline (CLOCK_MONOTONIC ns), UINT64_MAX for none. */
+uint64_t thpd_server_deadline(const struct thpd_server *sv);
 /* Fill @fds (room for @cap) with the descriptors to poll and their events. */
 size_t thpd_server_pollfds(struct thpd_server *sv, struct pollfd *fds, size_t cap);
 /* Handle whatever is ready; never blocks. */
