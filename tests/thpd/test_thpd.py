@@ -855,6 +855,60 @@ def case_httpprocs(args, tmp):
         w.stop()
 
 
+def case_relisten(args, tmp):
+    """listen = changed on reload: HTTP moves to the new address; a bad
+    one keeps the old listener and says so."""
+    p1 = 20000 + (os.getpid() + 23) % 30000
+    p2 = p1 + 1
+    d = Daemon(args, tmp, f"[daemon]\nlisten = 127.0.0.1:{p1}\n[rule r]\nexe = /nonexistent/r\npolicy = huge\n")
+    d.start()
+    try:
+        check(http_get(p1, "/metrics")[0] == 200, "first listen address")
+        with open(d.conf, "w") as f:
+            f.write(f"[daemon]\nlisten = 127.0.0.1:{p2}\n[rule r]\nexe = /nonexistent/r\npolicy = huge\n")
+        d.p.send_signal(signal.SIGHUP)
+        check(wait_for(lambda: "HTTP now on" in d.logtext(), 10), f"no reopen logged: {d.logtext()}")
+        check(http_get(p2, "/metrics")[0] == 200, "new listen address not served")
+        try:
+            http_get(p1, "/metrics")
+            raise Fail("old listen address still served")
+        except OSError:
+            pass
+        with open(d.conf, "w") as f:
+            f.write("[daemon]\nlisten = 192.0.2.1:1\n[rule r]\nexe = /nonexistent/r\npolicy = huge\n")
+        d.p.send_signal(signal.SIGHUP)
+        check(wait_for(lambda: "HTTP stays on" in d.logtext(), 10), f"no failure logged: {d.logtext()}")
+        check(http_get(p2, "/metrics")[0] == 200, "old listener lost after a failed reopen")
+        with open(d.conf, "w") as f:
+            f.write("[rule r]\nexe = /nonexistent/r\npolicy = huge\n")
+        d.p.send_signal(signal.SIGHUP)
+        check(wait_for(lambda: "closed" in d.logtext(), 10), f"no close logged: {d.logtext()}")
+        try:
+            http_get(p2, "/metrics")
+            raise Fail("listen removed but still served")
+        except OSError:
+            pass
+    finally:
+        d.stop()
+
+
+def case_sockdir(args, tmp):
+    """thpd run by hand with --socket in a directory it creates removes the
+    directory at exit; a directory that was there stays."""
+    made = os.path.join(tmp, "run-thpd")
+    d = Daemon(args, tmp, "[rule r]\nexe = /nonexistent/r\npolicy = huge\n")
+    d.sock = os.path.join(made, "thpd.sock")
+    d.cmdline[d.cmdline.index("--socket") + 1] = d.sock
+    d.start()
+    d.stop()
+    check(d.p.returncode == 0, f"exit {d.p.returncode}")
+    check(not os.path.exists(made), f"{made} left behind: {os.listdir(made) if os.path.exists(made) else ''}")
+    os.mkdir(made)
+    d.start()
+    d.stop()
+    check(os.path.isdir(made) and not os.listdir(made), "a directory thpd did not create was removed")
+
+
 THP = "/sys/kernel/mm/transparent_hugepage"
 
 

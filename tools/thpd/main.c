@@ -221,6 +221,8 @@ static int run(const struct opts *o)
 						   (unsigned long long)(thpd_mono_ns() / 1000));
 					if (load(o, &c) == 0) {
 						thpd_state_set_config(&st, &c);
+						if (!o->listen)
+							thpd_server_relisten(sv, st.cfg.listen);
 						thpd_log(LOG_INFO, "reloaded: %zu rules", st.cfg.nrules);
 						/* New rules act now, not an interval later. */
 						next_pass = thpd_mono_ns();

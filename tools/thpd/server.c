@@ -39,6 +39,8 @@ struct client {
 struct thpd_server {
 	int unix_fd, tcp_fd;
 	char *path;
+	char *made_dir; /* the socket's directory, created by this daemon: removed at exit */
+	char *listen;
 	struct client cl[MAX_CLIENTS];
 	size_t ncl;
 };
@@ -50,22 +52,26 @@ static int set_err(char **err, const char *what, const char *arg)
 	return -1;
 }
 
-static int mkdir_parent(const char *path)
+/* The socket's directory: created when missing (and then its path returned in @made). */
+static int mkdir_parent(const char *path, char **made)
 {
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char *slash;
 
+	*made = NULL;
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
 	if (!slash || slash == dir)
 		return 0;
 	*slash = '\0';
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+	if (mkdir(dir, 0755) == 0)
+		*made = strdup(dir);
+	else if (errno != EEXIST)
 		return -1;
 	return 0;
 }
 
-static int open_unix(const char *path, char **err)
+static int open_unix(const char *path, char **made, char **err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
@@ -76,7 +82,7 @@ static int open_unix(const char *path, char **err)
 		return set_err(err, "socket path", path);
 	}
 	strcpy(sa.sun_path, path);
-	if (mkdir_parent(path) != 0)
+	if (mkdir_parent(path, made) != 0)
 		return set_err(err, "cannot create the directory of", path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
@@ -156,7 +162,7 @@ struct thpd_server *thpd_server_open(const char *sock_path, const char *listen_o
 		return NULL;
 	sv->unix_fd = sv->tcp_fd = -1;
 	if (sock_path && *sock_path) {
-		sv->unix_fd = open_unix(sock_path, err);
+		sv->unix_fd = open_unix(sock_path, &sv->made_dir, err);
 		if (sv->unix_fd < 0)
 			goto fail;
 		sv->path = strdup(sock_path);
@@ -165,6 +171,7 @@ struct thpd_server *thpd_server_open(const char *sock_path, const char *listen_o
 		sv->tcp_fd = open_tcp(listen_on, err);
 		if (sv->tcp_fd < 0)
 			goto fail;
+		sv->listen = strdup(listen_on);
 	}
 	return sv;
 fail:
@@ -189,8 +196,13 @@ void thpd_server_close(struct thpd_server *sv)
 		close(sv->unix_fd);
 		unlink(sv->path);
 	}
+	/* Only when empty: another daemon's socket or files stay. */
+	if (sv->made_dir)
+		rmdir(sv->made_dir);
 	if (sv->tcp_fd >= 0)
 		close(sv->tcp_fd);
+	free(sv->made_dir);
+	free(sv->listen);
 	free(sv->path);
 	free(sv);
 }
@@ -377,4 +389,52 @@ void thpd_server_handle(struct thpd_server *sv, const struct thpd_state *st)
 		else
 			i++;
 	}
+}
+
+void thpd_server_relisten(struct thpd_server *sv, const char *listen_on)
+{
+	char *err = NULL;
+	int fd;
+
+	if (!sv || !strcmp(sv->listen ? sv->listen : "", listen_on ? listen_on : ""))
+		return;
+	if (!listen_on || !*listen_on) {
+		thpd_log(LOG_INFO, "listen: HTTP on %s closed", sv->listen);
+		close(sv->tcp_fd);
+		sv->tcp_fd = -1;
+		free(sv->listen);
+		sv->listen = NULL;
+		return;
+	}
+	fd = open_tcp(listen_on, &err);
+	if (fd < 0 && sv->tcp_fd >= 0) {
+		/* The new address may overlap the old one's port: free it and try again. */
+		free(err);
+		err = NULL;
+		close(sv->tcp_fd);
+		sv->tcp_fd = -1;
+		fd = open_tcp(listen_on, &err);
+		if (fd < 0) {
+			char *err2 = NULL;
+
+			sv->tcp_fd = open_tcp(sv->listen, &err2);
+			free(err2);
+		}
+	}
+	if (fd < 0) {
+		thpd_log(LOG_ERR, "listen: %s; HTTP stays on %s", err ? err : "out of memory",
+			 sv->tcp_fd >= 0 ? sv->listen : "nothing");
+		free(err);
+		if (sv->tcp_fd < 0) {
+			free(sv->listen);
+			sv->listen = NULL;
+		}
+		return;
+	}
+	if (sv->tcp_fd >= 0)
+		close(sv->tcp_fd);
+	thpd_log(LOG_INFO, "listen: HTTP now on %s (was %s)", listen_on, sv->listen ? sv->listen : "off");
+	sv->tcp_fd = fd;
+	free(sv->listen);
+	sv->listen = strdup(listen_on);
 }

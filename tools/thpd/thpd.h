@@ -233,6 +233,8 @@ enum thpd_req thpd_request_parse(const char *req, size_t len, bool http, bool eo
 struct thpd_server;
 struct thpd_server *thpd_server_open(const char *sock_path, const char *listen, char **err);
 void thpd_server_close(struct thpd_server *sv);
+/* A changed listen address after a reload: reopen the HTTP listener (logs what it did). */
+void thpd_server_relisten(struct thpd_server *sv, const char *listen);
 /* The earliest client deadline (CLOCK_MONOTONIC ns), UINT64_MAX for none. */
 uint64_t thpd_server_deadline(const struct thpd_server *sv);
 /* Fill @fds (room for @cap) with the descriptors to poll and their events. */
