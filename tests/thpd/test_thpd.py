@@ -249,6 +249,40 @@ def case_config(args, tmp):
     for w in want:
         check(any(line.startswith(w) for line in r.stderr.splitlines()), f"no '{w}' in:\n{r.stderr}")
     check(r.stdout == "", "rules printed for a broken config")
+    # An invalid policy is one error, not a second "has no policy".
+    check('rule "y" has no policy' not in r.stderr, f"second error for policy = sometimes:\n{r.stderr}")
+
+    # A line over libinih's 199 characters: one error at its own line, and
+    # the lines after it counted right; 199 characters are fine.
+    longc = os.path.join(tmp, "long.conf")
+    exe199 = "/" + "x" * (199 - len("exe = /"))
+    with open(longc, "w") as f:
+        f.write(f"[rule ok]\nexe = {exe199}\npolicy = huge\n[rule long]\nexe = /{'y' * 300}\n"
+                "policy = huge\ncolour = red\n")
+    r = subprocess.run([args.thpd, "--check-config", "--config", longc, "--config-dir",
+                        os.path.join(tmp, "none.d")], capture_output=True, text=True)
+    errs = r.stderr.splitlines()
+    check(r.returncode == 1 and f"{longc}:5: line too long" in r.stderr
+          and any(e.startswith(f"{longc}:7: unknown key \"colour\"") for e in errs),
+          f"long line:\n{r.stderr}")
+    check(len([e for e in errs if e.startswith(f"{longc}:")]) == 3, f"long line, errors:\n{r.stderr}")
+    check(not any(e.startswith(f"{longc}:2") or e.startswith(f"{longc}:1") for e in errs),
+          f"a 199-character line refused:\n{r.stderr}")
+
+    # Rule names: empty, not UTF-8, control characters: refused at their line.
+    names = os.path.join(tmp, "names.conf")
+    with open(names, "wb") as f:
+        f.write(b"[rule good \xc3\xa9]\nexe = /a\npolicy = huge\n[rule   ]\nexe = /b\npolicy = huge\n"
+                b"[rule \xff\xfe]\nexe = /c\npolicy = huge\n[rule a\x01b]\nexe = /d\npolicy = huge\n")
+    r = subprocess.run([args.thpd, "--check-config", "--config", names, "--config-dir",
+                        os.path.join(tmp, "none.d")], capture_output=True, errors="surrogateescape", text=True)
+    check(r.returncode == 1, f"bad rule names accepted: {r.stdout}")
+    for w in (f"{names}:4: [rule   ]: the rule name is empty", f"{names}:7: ",
+              f"{names}:10: "):
+        check(any(e.startswith(w) and "the rule name" in e for e in r.stderr.splitlines()),
+              f"no '{w}' in:\n{r.stderr}")
+    check(not any(e.startswith(f"{names}:1:") for e in r.stderr.splitlines()),
+          f"a UTF-8 rule name refused:\n{r.stderr}")
 
 
 def http_get(port, path):
