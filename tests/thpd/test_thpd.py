@@ -273,13 +273,14 @@ def case_config(args, tmp):
     names = os.path.join(tmp, "names.conf")
     with open(names, "wb") as f:
         f.write(b"[rule good \xc3\xa9]\nexe = /a\npolicy = huge\n[rule   ]\nexe = /b\npolicy = huge\n"
-                b"[rule \xff\xfe]\nexe = /c\npolicy = huge\n[rule a\x01b]\nexe = /d\npolicy = huge\n")
+                b"[rule \xff\xfe]\nexe = /c\npolicy = huge\n[rule a\x01b]\nexe = /d\npolicy = huge\n"
+                b"[rule " + b"n" * 45 + b"]\nexe = /e\npolicy = huge\n")
     r = subprocess.run([args.thpd, "--check-config", "--config", names, "--config-dir",
                         os.path.join(tmp, "none.d")], capture_output=True, errors="surrogateescape", text=True)
     check(r.returncode == 1, f"bad rule names accepted: {r.stdout}")
-    for w in (f"{names}:4: [rule   ]: the rule name is empty", f"{names}:7: ",
+    for w in (f"{names}:4: [rule   ]: the rule name is empty", f"{names}:7: ", f"{names}:13: section name too long",
               f"{names}:10: "):
-        check(any(e.startswith(w) and "the rule name" in e for e in r.stderr.splitlines()),
+        check(any(e.startswith(w) and ("the rule name" in e or "too long" in e) for e in r.stderr.splitlines()),
               f"no '{w}' in:\n{r.stderr}")
     check(not any(e.startswith(f"{names}:1:") for e in r.stderr.splitlines()),
           f"a UTF-8 rule name refused:\n{r.stderr}")
@@ -712,6 +713,16 @@ def case_metricsfile(args, tmp):
     r = once(os.path.join(ww, "thpd.prom"))
     check(not os.listdir(ww), f"written into a world-writable directory: {os.listdir(ww)}")
     check("writable by other users" in r.stderr, f"no reason given: {r.stderr}")
+    # Group-writable, or a link to a directory: refused too.
+    gw = os.path.join(tmp, "groupwritable")
+    os.mkdir(gw)
+    os.chmod(gw, 0o775)
+    once(os.path.join(gw, "thpd.prom"))
+    check(not os.listdir(gw), "written into a group-writable directory")
+    os.symlink(d, os.path.join(tmp, "dirlink"))
+    os.unlink(path)
+    r = once(os.path.join(tmp, "dirlink", "thpd.prom"))
+    check(not os.path.exists(path), f"written through a linked directory: {r.stderr}")
     # Owned by another user: refused too.
     other = os.path.join(tmp, "other")
     os.mkdir(other, 0o755)
@@ -792,6 +803,14 @@ def case_scrape(args, tmp):
             raise Fail(f"scrape among slow clients: {e!r}")
         check(code == 200, f"scrape among slow clients: {code}")
         idle += slow
+        # One idle client alone is dropped too (thpd(8): after 1 s without a byte).
+        lone = socket.create_connection(("127.0.0.1", port), timeout=10)
+        try:
+            check(lone.recv(1) == b"", "an idle client was not dropped")
+        except OSError as e:
+            raise Fail(f"an idle client was not dropped within 10 s: {e!r}")
+        finally:
+            lone.close()
         for s in idle:
             s.close()
         idle = []
@@ -922,6 +941,19 @@ def case_relisten(args, tmp):
             raise Fail("listen removed but still served")
         except OSError:
             pass
+    finally:
+        d.stop()
+    # --listen wins over the file, also on reload.
+    d = Daemon(args, tmp, f"[daemon]\nlisten = 127.0.0.1:{p1}\n[rule r]\nexe = /nonexistent/r\npolicy = huge\n",
+               name="cmdline")
+    d.start(["--listen", f"127.0.0.1:{p2}"])
+    try:
+        with open(d.conf, "w") as f:
+            f.write(f"[daemon]\nlisten = 127.0.0.1:{p1 + 2}\n[rule r]\nexe = /nonexistent/r\npolicy = huge\n")
+        d.p.send_signal(signal.SIGHUP)
+        check(wait_for(lambda: "reloaded" in d.logtext(), 10), "no reload")
+        check(http_get(p2, "/metrics")[0] == 200, "--listen address lost on reload")
+        check("HTTP now on" not in d.logtext(), "listen = of the file used over --listen")
     finally:
         d.stop()
 
