@@ -705,6 +705,10 @@ def case_metricsfile(args, tmp):
         check("thpd_rule_processes{rule=\"m\"}" in f.read(), "metrics file without the metrics")
     check(not os.path.lexists(path + ".tmp"), "temporary file left")
     check(os.stat(path).st_mode & 0o777 == 0o644, f"mode {os.stat(path).st_mode:o}")
+    # A bare file name: in the working directory, as before.
+    r = subprocess.run([args.thpd, "--once", "--config", conf, "--config-dir", os.path.join(tmp, "none.d"),
+                        "--metrics-file", "rel.prom"], capture_output=True, text=True, timeout=60, cwd=d)
+    check(os.path.isfile(os.path.join(d, "rel.prom")), f"--metrics-file rel.prom: {r.stderr}")
 
     # A directory every user can write, not sticky: refused, said once.
     ww = os.path.join(tmp, "worldwritable")

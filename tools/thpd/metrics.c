@@ -560,12 +560,15 @@ static int write_file(const struct thpd_state *st, const char *path, const char 
 	int dfd, fd, ret;
 
 	*why = NULL;
-	if (!base || !base[1] || strlen(path) >= sizeof(dir) - 8) {
-		*why = "not an absolute path of a file";
+	if (!*path || (base && !base[1]) || strlen(path) >= sizeof(dir) - 8) {
+		*why = "not the path of a file";
 		return -EINVAL;
 	}
-	snprintf(dir, sizeof(dir), "%.*s", base == path ? 1 : (int)(base - path), path);
-	base++;
+	if (!base) /* --metrics-file NAME: in the working directory */
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", base == path ? 1 : (int)(base - path), path);
+	base = base ? base + 1 : path;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", base);
 	dfd = open_dir(dir, why);
 	if (dfd < 0)
