@@ -825,6 +825,8 @@ def case_scrape(args, tmp):
         for s in idle:
             s.close()
         d.stop()
+    # Under ASan, LeakSanitizer at exit: every evicted client freed.
+    check(d.p.returncode == 0, f"thpd exited {d.p.returncode}: {d.logtext()[-2000:]}")
 
 
 def case_labels(args, tmp):
@@ -960,6 +962,7 @@ def case_relisten(args, tmp):
         check("HTTP now on" not in d.logtext(), "listen = of the file used over --listen")
     finally:
         d.stop()
+    check(d.p.returncode == 0, f"thpd exited {d.p.returncode}: {d.logtext()[-2000:]}")
 
 
 def case_sockdir(args, tmp):
