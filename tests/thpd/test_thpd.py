@@ -727,12 +727,31 @@ def case_metricsfile(args, tmp):
     os.unlink(path)
     r = once(os.path.join(tmp, "dirlink", "thpd.prom"))
     check(not os.path.exists(path), f"written through a linked directory: {r.stderr}")
-    # Owned by another user: refused too.
+    # A link on the way: followed where only root can have made it (as
+    # /var/run), refused in a directory that others can change.
+    os.makedirs(os.path.join(tmp, "real", "sub"))
+    os.symlink(os.path.join(tmp, "real"), os.path.join(tmp, "rootlink"))
+    r = once(os.path.join(tmp, "rootlink", "sub", "thpd.prom"))
+    check(os.path.isfile(os.path.join(tmp, "real", "sub", "thpd.prom")), f"root's link on the path: {r.stderr}")
+    os.symlink(os.path.join(tmp, "real"), os.path.join(ww, "planted"))
+    r = once(os.path.join(ww, "planted", "sub", "x.prom"))
+    check(not os.path.exists(os.path.join(tmp, "real", "sub", "x.prom")) and "symbolic link" in r.stderr,
+          f"followed a link planted in a world-writable directory: {r.stderr}")
+    os.unlink(os.path.join(ww, "planted"))
+    # Owned by another user (node_exporter's, say): written, and still
+    # never through a link its owner planted.
     other = os.path.join(tmp, "other")
     os.mkdir(other, 0o755)
+    victim = os.path.join(outside, "via-other")
+    with open(victim, "w") as f:
+        f.write("root's own file\n")
+    os.symlink(victim, os.path.join(other, "thpd.prom.tmp"))
+    os.lchown(os.path.join(other, "thpd.prom.tmp"), 65534, 65534)
     os.chown(other, 65534, 65534)
-    once(os.path.join(other, "thpd.prom"))
-    check(not os.listdir(other), "written into another user's directory")
+    r = once(os.path.join(other, "thpd.prom"))
+    check(os.path.isfile(os.path.join(other, "thpd.prom")), f"another user's directory refused: {r.stderr}")
+    with open(victim) as f:
+        check(f.read() == "root's own file\n", "written through a link in another user's directory")
     # A sticky directory of root's (as /tmp) is fine.
     sticky = os.path.join(tmp, "sticky")
     os.mkdir(sticky)

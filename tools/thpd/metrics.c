@@ -503,35 +503,66 @@ char *thpd_rules_text(const struct thpd_state *st, size_t *len)
 	return s;
 }
 
+/* Only root (or thpd's user) can change the entries of this directory. */
+static bool dir_trusted(const struct stat *sb)
+{
+	return (sb->st_uid == 0 || sb->st_uid == geteuid()) && !(sb->st_mode & (S_IWGRP | S_IWOTH));
+}
+
 /*
- * The directory of the metrics file, opened without following a link, or
- * -errno.  A directory that another user can write is refused (-EPERM)
- * unless it is sticky and root's, as /tmp: there others cannot replace
- * or remove root's files.  *@why says what was wrong.
+ * The directory of the metrics file, opened one component at a time, or
+ * -errno with *@why saying what was wrong.  A symbolic link on the way is
+ * followed only where it sits in a directory that only root can change
+ * (root made it, as /var/run); the directory itself is never a link.  A
+ * directory that its group or others can write is refused (-EPERM) unless
+ * it is sticky and root's, as /tmp: there others cannot replace or remove
+ * root's files.  Its owner may be another user (node_exporter's): the file
+ * is created and renamed without following a link, so an owner can only
+ * stop the write, not redirect it.
  */
 static int open_dir(const char *dir, const char **why)
 {
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	char buf[4096], *save = NULL, *c;
+	int fd = open(dir[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), e;
 	struct stat sb;
 
-	if (dfd < 0) {
-		*why = errno == ELOOP || errno == ENOTDIR ? "its directory is not a directory (or is a symbolic link)" : NULL;
-		return -errno;
-	}
-	if (fstat(dfd, &sb) != 0) {
-		int e = errno;
+	*why = NULL;
+	snprintf(buf, sizeof(buf), "%s", dir);
+	c = strtok_r(buf, "/", &save);
+	while (fd >= 0 && c) {
+		char *next = strtok_r(NULL, "/", &save);
+		int nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-		close(dfd);
-		*why = NULL;
+		e = errno;
+		if (nfd < 0 && e == ENOTDIR && fstatat(fd, c, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(sb.st_mode)) {
+			if (next && fstat(fd, &sb) == 0 && dir_trusted(&sb)) {
+				nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+				e = errno;
+			} else {
+				*why = next ? "a symbolic link on its path sits in a directory others can change"
+					    : "its directory is a symbolic link";
+				e = ELOOP;
+			}
+		}
+		close(fd);
+		fd = nfd;
+		errno = e;
+		c = next;
+	}
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) != 0) {
+		e = errno;
+		close(fd);
 		return -e;
 	}
-	if ((sb.st_uid != 0 && sb.st_uid != geteuid()) ||
-	    ((sb.st_mode & (S_IWGRP | S_IWOTH)) && !((sb.st_mode & S_ISVTX) && sb.st_uid == 0))) {
-		close(dfd);
+	if ((sb.st_mode & (S_IWGRP | S_IWOTH)) && !((sb.st_mode & S_ISVTX) && sb.st_uid == 0)) {
+		close(fd);
 		*why = "its directory is writable by other users and not a sticky directory of root's";
 		return -EPERM;
 	}
-	return dfd;
+	return fd;
 }
 
 static int write_all(int fd, const char *text, size_t len)
