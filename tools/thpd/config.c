@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* thpd: the configuration, /etc/thpd.conf and /etc/thpd.d/\*.conf, read with libinih. */
+#ifndef _GNU_SOURCE /* fuzz/fuzz_thpd_config.c's build defines it */
 #define _GNU_SOURCE
+#endif
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
