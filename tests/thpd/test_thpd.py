@@ -284,6 +284,12 @@ def case_config(args, tmp):
               f"no '{w}' in:\n{r.stderr}")
     check(not any(e.startswith(f"{names}:1:") for e in r.stderr.splitlines()),
           f"a UTF-8 rule name refused:\n{r.stderr}")
+    spaced = os.path.join(tmp, "spaced.conf")
+    with open(spaced, "w") as f:
+        f.write("[rule  spaced é \t]\nexe = /a\npolicy = huge\n")
+    r = subprocess.run([args.thpd, "--check-config", "--config", spaced, "--config-dir",
+                        os.path.join(tmp, "none.d")], capture_output=True, text=True)
+    check(r.returncode == 0 and "1. [rule spaced é] (" in r.stdout, f"blanks around a name: {r.stdout}{r.stderr}")
 
 
 def http_get(port, path):
