@@ -148,3 +148,41 @@ pe = {
 }
 for name, (mode, old, first, last) in sorted(pe.items()):
     write('preload_env', name, bytes([mode]) + b'\0'.join([old, first, last]))
+
+# thpd_config: whole configuration files (fuzz_thpd_config.c).
+thpd_config = {
+    'good': b'; comment\n[daemon]\ninterval_ms = 500\ncpu_budget = 2%\ncatchup_budget = 25%\n'
+            b'metrics_file = /run/thpd/metrics.prom\nlisten = 127.0.0.1:9101\ntop_processes = 5\n'
+            b'http_process_metrics = yes\n\n[rule db]\ncgroup = /system.slice/db.service\n'
+            b'policy = huge\nmax_bytes_per_pass = 64M\nmax_ms_per_pass = 100\nsetuid = no\n'
+            b'override_own_policy = yes\n[rule batch]\nexe = /usr/bin/*\nuser = 0\npolicy = never\n'
+            b'enforce = inject\n',
+    'errors': b'[daemon]\ncpu_budget = 2\n[rule x]\npolicy = huge\n\n[rule y]\nexe = /a\n'
+              b'policy = sometimes\ncolour = red\n[weird]\nk = v\n[rule z]\nuser = 0\n'
+              b'policy = never\nenforce = inject\nnot a key value line\n',
+    'long_line': b'[rule l]\nexe = /' + b'x' * 300 + b'\npolicy = huge\n',
+    'names': b'[rule   ]\nexe = /a\npolicy = huge\n[rule \xff\xfe]\nexe = /b\npolicy = huge\n'
+             b'[rule a\x01b]\nexe = /c\npolicy = huge\n[rule  ok \xc3\xa9 ]\nexe = /d\npolicy = system\n',
+    'multiline': b'[rule m]\nexe = /a\n  /b\npolicy = huge\n\xef\xbb\xbf[daemon]\n',
+    'long_section': b'[rule ' + b'n' * 60 + b']\nexe = /a\npolicy = huge\n',
+    'no_newline': b'[rule e]\ncgroup=a\npolicy=ignore',
+}
+for name, text in sorted(thpd_config.items()):
+    write('thpd_config', name, text)
+
+# thpd_request: a flags byte (1 HTTP, 2 the client shut down), then the bytes.
+thpd_request = {
+    'sock_metrics': b'\0metrics\n',
+    'sock_json_crlf': b'\0json\r\n',
+    'sock_rules_eof': b'\2rules',
+    'sock_partial': b'\0metr',
+    'sock_unknown': b'\0what\n',
+    'http_metrics': b'\1GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n',
+    'http_metrics_query': b'\1GET /metrics?x=1 HTTP/1.0\n\n',
+    'http_status': b'\1GET /status.json HTTP/1.0\r\n\r\n',
+    'http_404': b'\1GET /rules HTTP/1.0\r\n\r\n',
+    'http_partial': b'\3GET /metrics HTTP/1.0\r\n',
+    'http_full': b'\1' + b'A' * 1100,
+}
+for name, data in sorted(thpd_request.items()):
+    write('thpd_request', name, data)

@@ -15,8 +15,8 @@
 
 #include "fuzz.h"
 
-#define MAX_INPUTS 256
-#define MAX_LEN 16384 /* above the line reader's 8 KiB buffer */
+#define MAX_INPUTS 1024 /* the kept corpora are a few hundred files each */
+#define MAX_LEN 16384	/* above the line reader's 8 KiB buffer */
 
 static uint64_t rng_state;
 

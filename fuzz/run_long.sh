@@ -9,7 +9,9 @@
 #
 # One log per target (LOG_DIR/<target>.log; default build-fuzz/fuzz-long)
 # and a summary line per target: executions, seconds, final cov/ft, crashes.
-# Exits non-zero if any target crashed or did not finish.
+# Exits non-zero if any target crashed or did not finish.  With FUZZ_KEEP=1
+# the new inputs are merged into fuzz/corpus/<target> (libFuzzer -merge=1:
+# only inputs that add coverage), to keep the corpus a run found.
 set -euo pipefail
 
 build=${1:?usage: run_long.sh BUILD_DIR [LOG_DIR]}
@@ -18,7 +20,7 @@ logs=${2:-$build/fuzz-long}
 runs=${FUZZ_RUNS:-1000000}
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # The longest first.
-targets=${FUZZ_TARGETS:-"requests parsers thpctl_args preload_env"}
+targets=${FUZZ_TARGETS:-"requests thpd_config parsers thpd_request thpctl_args preload_env"}
 mkdir -p "$logs"
 logs=$(cd "$logs" && pwd)
 status=0
@@ -37,6 +39,9 @@ for t in $targets; do
 		-error_exitcode=1 -print_final_stats=1 -artifact_prefix="$logs/$t-" \
 		"$scratch" "$src/corpus/$t") > "$logs/$t.log" 2>&1
 	rc=$?
+	if [[ ${FUZZ_KEEP:-0} == 1 && $rc == 0 ]]; then
+		(cd "$logs" && "$fuzzer" -merge=1 "$src/corpus/$t" "$scratch") >> "$logs/$t.merge.log" 2>&1
+	fi
 	set -e
 	rm -rf "$scratch"
 	secs=$(($(date +%s) - start))

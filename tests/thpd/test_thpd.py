@@ -159,7 +159,8 @@ class Daemon:
                 if not b:
                     break
                 chunks.append(b)
-            return b"".join(chunks).decode()
+            # Bytes that are not UTF-8 kept as they are (case labels checks them).
+            return b"".join(chunks).decode("utf-8", "surrogateescape")
         finally:
             s.close()
 
@@ -270,6 +271,47 @@ def case_config(args, tmp):
     for w in want:
         check(any(line.startswith(w) for line in r.stderr.splitlines()), f"no '{w}' in:\n{r.stderr}")
     check(r.stdout == "", "rules printed for a broken config")
+    # An invalid policy is one error, not a second "has no policy".
+    check('rule "y" has no policy' not in r.stderr, f"second error for policy = sometimes:\n{r.stderr}")
+
+    # A line over libinih's 199 characters: one error at its own line, and
+    # the lines after it counted right; 199 characters are fine.
+    longc = os.path.join(tmp, "long.conf")
+    exe199 = "/" + "x" * (199 - len("exe = /"))
+    with open(longc, "w") as f:
+        f.write(f"[rule ok]\nexe = {exe199}\npolicy = huge\n[rule long]\nexe = /{'y' * 300}\n"
+                "policy = huge\ncolour = red\n")
+    r = subprocess.run([args.thpd, "--check-config", "--config", longc, "--config-dir",
+                        os.path.join(tmp, "none.d")], capture_output=True, text=True)
+    errs = r.stderr.splitlines()
+    check(r.returncode == 1 and f"{longc}:5: line too long" in r.stderr
+          and any(e.startswith(f"{longc}:7: unknown key \"colour\"") for e in errs),
+          f"long line:\n{r.stderr}")
+    check(len([e for e in errs if e.startswith(f"{longc}:")]) == 3, f"long line, errors:\n{r.stderr}")
+    check(not any(e.startswith(f"{longc}:2") or e.startswith(f"{longc}:1") for e in errs),
+          f"a 199-character line refused:\n{r.stderr}")
+
+    # Rule names: empty, not UTF-8, control characters: refused at their line.
+    names = os.path.join(tmp, "names.conf")
+    with open(names, "wb") as f:
+        f.write(b"[rule good \xc3\xa9]\nexe = /a\npolicy = huge\n[rule   ]\nexe = /b\npolicy = huge\n"
+                b"[rule \xff\xfe]\nexe = /c\npolicy = huge\n[rule a\x01b]\nexe = /d\npolicy = huge\n"
+                b"[rule " + b"n" * 45 + b"]\nexe = /e\npolicy = huge\n")
+    r = subprocess.run([args.thpd, "--check-config", "--config", names, "--config-dir",
+                        os.path.join(tmp, "none.d")], capture_output=True, errors="surrogateescape", text=True)
+    check(r.returncode == 1, f"bad rule names accepted: {r.stdout}")
+    for w in (f"{names}:4: [rule   ]: the rule name is empty", f"{names}:7: ", f"{names}:13: section name too long",
+              f"{names}:10: "):
+        check(any(e.startswith(w) and ("the rule name" in e or "too long" in e) for e in r.stderr.splitlines()),
+              f"no '{w}' in:\n{r.stderr}")
+    check(not any(e.startswith(f"{names}:1:") for e in r.stderr.splitlines()),
+          f"a UTF-8 rule name refused:\n{r.stderr}")
+    spaced = os.path.join(tmp, "spaced.conf")
+    with open(spaced, "w") as f:
+        f.write("[rule  spaced é \t]\nexe = /a\npolicy = huge\n")
+    r = subprocess.run([args.thpd, "--check-config", "--config", spaced, "--config-dir",
+                        os.path.join(tmp, "none.d")], capture_output=True, text=True)
+    check(r.returncode == 0 and "1. [rule spaced é] (" in r.stdout, f"blanks around a name: {r.stdout}{r.stderr}")
 
 
 def http_get(port, path):
@@ -284,7 +326,7 @@ def http_get(port, path):
             out += b
     finally:
         s.close()
-    head, _, body = out.decode().partition("\r\n\r\n")
+    head, _, body = out.decode("utf-8", "surrogateescape").partition("\r\n\r\n")
     return int(head.split()[1]), body
 
 
@@ -920,6 +962,335 @@ def case_fds(args, tmp):
     if asan:
         check(d.p.returncode == 0,
               f"thpd under ASan exited {d.p.returncode} (LeakSanitizer): {d.logtext()[-2000:]}")
+
+
+def case_metricsfile(args, tmp):
+    """The metrics file: written through its directory, never through a
+    link, and not at all into a directory that others can write."""
+    conf = os.path.join(tmp, "m.conf")
+    with open(conf, "w") as f:
+        f.write("[rule m]\nexe = /nonexistent/m\npolicy = huge\n")
+
+    def once(path):
+        return subprocess.run([args.thpd, "--once", "--config", conf, "--config-dir",
+                               os.path.join(tmp, "none.d"), "--metrics-file", path],
+                              capture_output=True, text=True, timeout=60)
+
+    outside = os.path.join(tmp, "outside")
+    os.mkdir(outside, 0o700)
+    victims = [os.path.join(outside, n) for n in ("via-tmp", "via-final")]
+    for v in victims:
+        with open(v, "w") as f:
+            f.write("root's own file\n")
+    d = os.path.join(tmp, "plain")
+    os.mkdir(d, 0o755)
+    path = os.path.join(d, "thpd.prom")
+    os.symlink(victims[0], path + ".tmp")
+    os.symlink(victims[1], path)
+    r = once(path)
+    check(r.returncode == 0, f"thpd --once: {r.stderr}")
+    for v in victims:
+        with open(v) as f:
+            check(f.read() == "root's own file\n", f"{v} written through a planted link")
+    check(not os.path.islink(path) and os.path.isfile(path), "the final name is still a link")
+    with open(path) as f:
+        check("thpd_rule_processes{rule=\"m\"}" in f.read(), "metrics file without the metrics")
+    check(not os.path.lexists(path + ".tmp"), "temporary file left")
+    check(os.stat(path).st_mode & 0o777 == 0o644, f"mode {os.stat(path).st_mode:o}")
+    # A bare file name: in the working directory, as before.
+    r = subprocess.run([args.thpd, "--once", "--config", conf, "--config-dir", os.path.join(tmp, "none.d"),
+                        "--metrics-file", "rel.prom"], capture_output=True, text=True, timeout=60, cwd=d)
+    check(os.path.isfile(os.path.join(d, "rel.prom")), f"--metrics-file rel.prom: {r.stderr}")
+
+    # A directory every user can write, not sticky: refused, said once.
+    ww = os.path.join(tmp, "worldwritable")
+    os.mkdir(ww)
+    os.chmod(ww, 0o777)
+    r = once(os.path.join(ww, "thpd.prom"))
+    check(not os.listdir(ww), f"written into a world-writable directory: {os.listdir(ww)}")
+    check("writable by other users" in r.stderr, f"no reason given: {r.stderr}")
+    # Group-writable, or a link to a directory: refused too.
+    gw = os.path.join(tmp, "groupwritable")
+    os.mkdir(gw)
+    os.chmod(gw, 0o775)
+    once(os.path.join(gw, "thpd.prom"))
+    check(not os.listdir(gw), "written into a group-writable directory")
+    os.symlink(d, os.path.join(tmp, "dirlink"))
+    os.unlink(path)
+    r = once(os.path.join(tmp, "dirlink", "thpd.prom"))
+    check(not os.path.exists(path), f"written through a linked directory: {r.stderr}")
+    # A link on the way: followed where only root can have made it (as
+    # /var/run), refused in a directory that others can change.
+    os.makedirs(os.path.join(tmp, "real", "sub"))
+    os.symlink(os.path.join(tmp, "real"), os.path.join(tmp, "rootlink"))
+    r = once(os.path.join(tmp, "rootlink", "sub", "thpd.prom"))
+    check(os.path.isfile(os.path.join(tmp, "real", "sub", "thpd.prom")), f"root's link on the path: {r.stderr}")
+    os.symlink(os.path.join(tmp, "real"), os.path.join(ww, "planted"))
+    r = once(os.path.join(ww, "planted", "sub", "x.prom"))
+    check(not os.path.exists(os.path.join(tmp, "real", "sub", "x.prom")) and "symbolic link" in r.stderr,
+          f"followed a link planted in a world-writable directory: {r.stderr}")
+    os.unlink(os.path.join(ww, "planted"))
+    # Owned by another user (node_exporter's, say): written, and still
+    # never through a link its owner planted.
+    other = os.path.join(tmp, "other")
+    os.mkdir(other, 0o755)
+    victim = os.path.join(outside, "via-other")
+    with open(victim, "w") as f:
+        f.write("root's own file\n")
+    os.symlink(victim, os.path.join(other, "thpd.prom.tmp"))
+    os.lchown(os.path.join(other, "thpd.prom.tmp"), 65534, 65534)
+    os.chown(other, 65534, 65534)
+    r = once(os.path.join(other, "thpd.prom"))
+    check(os.path.isfile(os.path.join(other, "thpd.prom")), f"another user's directory refused: {r.stderr}")
+    with open(victim) as f:
+        check(f.read() == "root's own file\n", "written through a link in another user's directory")
+    # A sticky directory of root's (as /tmp) is fine.
+    sticky = os.path.join(tmp, "sticky")
+    os.mkdir(sticky)
+    os.chmod(sticky, 0o1777)
+    r = once(os.path.join(sticky, "thpd.prom"))
+    check(os.path.isfile(os.path.join(sticky, "thpd.prom")), f"sticky root directory refused: {r.stderr}")
+    # The daemon says it once, not once per pass.
+    dm = Daemon(args, tmp, "[rule m]\nexe = /nonexistent/m\npolicy = huge\n")
+    dm.start(["--metrics-file", os.path.join(ww, "thpd.prom")])
+    try:
+        dm.wait_passes(5)
+        n = dm.logtext().count("writable by other users")
+        check(n == 1, f"the refusal logged {n} times: {dm.logtext()}")
+        check(not os.listdir(ww), "the daemon wrote into a world-writable directory")
+    finally:
+        dm.stop()
+
+
+def open_idle(n, family, addr):
+    socks = []
+    for _ in range(n):
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect(addr)
+        except (BlockingIOError, InterruptedError):
+            pass
+        socks.append(s)
+    return socks
+
+
+def case_scrape(args, tmp):
+    """1,000 idle TCP and 1,000 idle Unix connections do not keep a scrape
+    or a socket query out, and leave no descriptor behind."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+    port = 20000 + (os.getpid() + 7) % 30000
+    d = Daemon(args, tmp, "[rule s]\nexe = /nonexistent/s\npolicy = huge\n")
+    d.start(["--listen", f"127.0.0.1:{port}"])
+    idle = []
+    try:
+        d.wait_passes(2)
+        base = fd_list(d.p.pid)
+        idle = open_idle(1000, socket.AF_INET, ("127.0.0.1", port))
+        idle += open_idle(1000, socket.AF_UNIX, d.sock)
+        time.sleep(0.5)
+        # Every connection of the 2,000 has reached thpd: now ask.
+        t0 = time.monotonic()
+        try:
+            code, body = http_get(port, "/metrics")
+        except (OSError, IndexError) as e:
+            raise Fail(f"scrape with 2,000 idle clients: {e!r}")
+        check(code == 200 and "thpd_passes_total" in body, f"scrape with 2,000 idle clients: {code}")
+        try:
+            check(d.query("metrics").startswith("# HELP"), "socket query with 2,000 idle clients")
+        except OSError as e:
+            raise Fail(f"socket query with 2,000 idle clients: {e!r}")
+        took = time.monotonic() - t0
+        # Slowloris: one byte now and then does not keep a slot for long.
+        slow = open_idle(40, socket.AF_INET, ("127.0.0.1", port))
+        for _ in range(3):
+            time.sleep(0.5)
+            for s in slow:
+                try:
+                    s.send(b"G")
+                except OSError:
+                    pass
+        try:
+            code, _ = http_get(port, "/metrics")
+        except (OSError, IndexError) as e:
+            raise Fail(f"scrape among slow clients: {e!r}")
+        check(code == 200, f"scrape among slow clients: {code}")
+        idle += slow
+        # One idle client alone is dropped too (thpd(8): after 1 s without a byte).
+        lone = socket.create_connection(("127.0.0.1", port), timeout=10)
+        try:
+            check(lone.recv(1) == b"", "an idle client was not dropped")
+        except OSError as e:
+            raise Fail(f"an idle client was not dropped within 10 s: {e!r}")
+        finally:
+            lone.close()
+        for s in idle:
+            s.close()
+        idle = []
+        check(wait_for(lambda: len(fd_list(d.p.pid)) == len(base), 15),
+              f"fds {len(base)} -> {len(fd_list(d.p.pid))}")
+        print(f"scrape and query with 2,000 idle clients: {took:.2f} s; fds back to {len(base)}")
+    finally:
+        for s in idle:
+            s.close()
+        d.stop()
+    # Under ASan, LeakSanitizer at exit: every evicted client freed.
+    check(d.p.returncode == 0, f"thpd exited {d.p.returncode}: {d.logtext()[-2000:]}")
+
+
+def case_labels(args, tmp):
+    """A process name that is not UTF-8 and holds quotes, backslashes,
+    newlines and control bytes: valid metrics (promtool) and valid JSON."""
+    wdir = os.path.join(tmp, "w")
+    os.mkdir(wdir)
+    name = b'a"\\\n\x01\xff\xc3\xa9\xc3z'
+    exe = os.path.join(wdir.encode(), name)
+    shutil.copy(args.workload, exe)
+    os.chmod(exe, 0o755)
+    port = 20000 + (os.getpid() + 13) % 30000
+    mfile = os.path.join(tmp, "thpd.prom")
+    d = Daemon(args, tmp, f"[daemon]\nhttp_process_metrics = yes\n[rule w]\nexe = {wdir}/*\npolicy = huge\n")
+    p = subprocess.Popen([exe, "8"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        check(p.stdout.readline().startswith(b"ready"), "workload did not start")
+        d.start(["--listen", f"127.0.0.1:{port}", "--metrics-file", mfile])
+        d.wait_passes(2)
+        code, http_text = http_get(port, "/metrics")
+        with open(mfile, "rb") as f:
+            file_text = f.read()
+        for what, text in (("socket", d.query("metrics").encode("utf-8", "surrogateescape")),
+                           ("HTTP", http_text.encode("utf-8", "surrogateescape")), ("file", file_text)):
+            try:
+                text.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise Fail(f"{what} metrics not UTF-8: {e}")
+            check(f'pid="{p.pid}"'.encode() in text, f"{what}: no series for the workload")
+            promtool_check(text.decode())
+            line = [ln for ln in text.decode().splitlines()
+                    if ln.startswith("thpd_process_anon_bytes{") and f'pid="{p.pid}"' in ln]
+            check(line and 'comm="a\\"\\\\\\n\x01\ufffd\u00e9\ufffdz"' in line[0],
+                  f"{what}: comm label {line}")
+        code, body = http_get(port, "/status.json")
+        for what, js in (("socket", d.query("json")), ("HTTP", body)):
+            st = json.loads(js)
+            comms = [x["comm"] for x in st["processes"] if x["pid"] == p.pid]
+            check(comms == ['a"\\\n\x01\ufffd\u00e9\ufffdz'], f"{what} JSON comm {comms}")
+            check(all(ord(ch) >= 0x20 for ch in js if ch not in "\n"), f"{what}: raw control byte in JSON")
+    finally:
+        p.kill()
+        p.wait()
+        d.stop()
+
+
+def case_httpprocs(args, tmp):
+    """Per-process figures are on the root-only socket; on HTTP only with
+    http_process_metrics = yes.  Per-rule figures are on both."""
+    exe = copy_workload(args, tmp, "wl-hp")
+    port = 20000 + (os.getpid() + 19) % 30000
+    w = Workload(exe, 8)
+    try:
+        for setting in ("", "http_process_metrics = no\n", "http_process_metrics = yes\n"):
+            d = Daemon(args, tmp, f"[daemon]\n{setting}[rule h]\nexe = {exe}\npolicy = huge\n")
+            d.start(["--listen", f"127.0.0.1:{port}"])
+            try:
+                d.wait_passes(2)
+                on = "yes" in setting
+                sock = d.query("metrics")
+                check(metric(sock, "thpd_process_anon_bytes", pid=w.pid) is not None,
+                      f"[{setting.strip()}] socket lost the per-process series")
+                check(any(x["pid"] == w.pid for x in d.status()["processes"]),
+                      f"[{setting.strip()}] socket JSON lost the processes")
+                code, text = http_get(port, "/metrics")
+                check(code == 200 and metric(text, "thpd_rule_anon_bytes", rule="h") is not None,
+                      f"[{setting.strip()}] HTTP lost the per-rule series")
+                promtool_check(text)
+                per_proc = [ln for ln in text.splitlines() if 'pid="' in ln or "comm=" in ln]
+                check(bool(per_proc) == on, f"[{setting.strip()}] HTTP per-process series: {per_proc[:3]}")
+                code, body = http_get(port, "/status.json")
+                js = json.loads(body)
+                check(("processes" in js) == on and js["rules"][0]["name"] == "h",
+                      f"[{setting.strip()}] HTTP JSON: {sorted(js)}")
+                if on:
+                    check(any(x["pid"] == w.pid for x in js["processes"]), "HTTP JSON: process missing")
+            finally:
+                d.stop()
+            if on:
+                check("http_process_metrics=yes" in subprocess.run(
+                    [args.thpd, "--check-config", "--config", d.conf, "--config-dir",
+                     os.path.join(tmp, "none.d")], capture_output=True, text=True).stdout,
+                    "--check-config does not show http_process_metrics")
+    finally:
+        w.stop()
+
+
+def case_relisten(args, tmp):
+    """listen = changed on reload: HTTP moves to the new address; a bad
+    one keeps the old listener and says so."""
+    p1 = 20000 + (os.getpid() + 23) % 30000
+    p2 = p1 + 1
+    d = Daemon(args, tmp, f"[daemon]\nlisten = 127.0.0.1:{p1}\n[rule r]\nexe = /nonexistent/r\npolicy = huge\n")
+    d.start()
+    try:
+        check(http_get(p1, "/metrics")[0] == 200, "first listen address")
+        with open(d.conf, "w") as f:
+            f.write(f"[daemon]\nlisten = 127.0.0.1:{p2}\n[rule r]\nexe = /nonexistent/r\npolicy = huge\n")
+        d.p.send_signal(signal.SIGHUP)
+        check(wait_for(lambda: "HTTP now on" in d.logtext(), 10), f"no reopen logged: {d.logtext()}")
+        check(http_get(p2, "/metrics")[0] == 200, "new listen address not served")
+        try:
+            http_get(p1, "/metrics")
+            raise Fail("old listen address still served")
+        except OSError:
+            pass
+        with open(d.conf, "w") as f:
+            f.write("[daemon]\nlisten = 192.0.2.1:1\n[rule r]\nexe = /nonexistent/r\npolicy = huge\n")
+        d.p.send_signal(signal.SIGHUP)
+        check(wait_for(lambda: "HTTP stays on" in d.logtext(), 10), f"no failure logged: {d.logtext()}")
+        check(http_get(p2, "/metrics")[0] == 200, "old listener lost after a failed reopen")
+        with open(d.conf, "w") as f:
+            f.write("[rule r]\nexe = /nonexistent/r\npolicy = huge\n")
+        d.p.send_signal(signal.SIGHUP)
+        check(wait_for(lambda: "closed" in d.logtext(), 10), f"no close logged: {d.logtext()}")
+        try:
+            http_get(p2, "/metrics")
+            raise Fail("listen removed but still served")
+        except OSError:
+            pass
+    finally:
+        d.stop()
+    # --listen wins over the file, also on reload.
+    d = Daemon(args, tmp, f"[daemon]\nlisten = 127.0.0.1:{p1}\n[rule r]\nexe = /nonexistent/r\npolicy = huge\n",
+               name="cmdline")
+    d.start(["--listen", f"127.0.0.1:{p2}"])
+    try:
+        with open(d.conf, "w") as f:
+            f.write(f"[daemon]\nlisten = 127.0.0.1:{p1 + 2}\n[rule r]\nexe = /nonexistent/r\npolicy = huge\n")
+        d.p.send_signal(signal.SIGHUP)
+        check(wait_for(lambda: "reloaded" in d.logtext(), 10), "no reload")
+        check(http_get(p2, "/metrics")[0] == 200, "--listen address lost on reload")
+        check("HTTP now on" not in d.logtext(), "listen = of the file used over --listen")
+    finally:
+        d.stop()
+    check(d.p.returncode == 0, f"thpd exited {d.p.returncode}: {d.logtext()[-2000:]}")
+
+
+def case_sockdir(args, tmp):
+    """thpd run by hand with --socket in a directory it creates removes the
+    directory at exit; a directory that was there stays."""
+    made = os.path.join(tmp, "run-thpd")
+    d = Daemon(args, tmp, "[rule r]\nexe = /nonexistent/r\npolicy = huge\n")
+    d.sock = os.path.join(made, "thpd.sock")
+    d.cmdline[d.cmdline.index("--socket") + 1] = d.sock
+    d.start()
+    d.stop()
+    check(d.p.returncode == 0, f"exit {d.p.returncode}")
+    check(not os.path.exists(made), f"{made} left behind: {os.listdir(made) if os.path.exists(made) else ''}")
+    os.mkdir(made)
+    d.start()
+    d.stop()
+    check(os.path.isdir(made) and not os.listdir(made), "a directory thpd did not create was removed")
 
 
 THP = "/sys/kernel/mm/transparent_hugepage"

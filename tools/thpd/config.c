@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* thpd: the configuration, /etc/thpd.conf and /etc/thpd.d/\*.conf, read with libinih. */
+#ifndef _GNU_SOURCE /* fuzz/fuzz_thpd_config.c's build defines it */
 #define _GNU_SOURCE
+#endif
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +14,7 @@
 
 #include <ini.h>
 
+#include "json.h" /* tools/thpctl: utf8_char() */
 #include "thpd.h"
 
 static const char *const policy_names[] = { "huge", "never", "nohuge", "system", "ignore" };
@@ -21,15 +24,28 @@ const char *thpd_policy_name(int policy)
 	return policy >= 0 && policy <= THPD_IGNORE ? policy_names[policy] : "unset";
 }
 
+const char *thpd_own_name(int own)
+{
+	static const char *const names[] = { [THPD_OWN_VISIBLE] = "visible",
+					     [THPD_OWN_ASK] = "ask",
+					     [THPD_OWN_IGNORE] = "ignore" };
+
+	return own >= 0 && own <= THPD_OWN_IGNORE ? names[own] : "?";
+}
+
+/* A policy = line with a value that is none: its error is given there. */
+#define POLICY_INVALID (-2)
+
 struct parse_ctx {
 	struct thpd_config *c;
 	const char *file;
 	/* libinih (Debian's build) gives the handler no line number: the
 	 * reader counts the lines it hands out. */
 	FILE *fp;
+	char *linebuf;
+	size_t linecap;
 	int line;
 	int section_line;
-	bool at_line_start;
 	char section[256];
 	int in_rule; /* -1 none, else rule index */
 	bool in_daemon;
@@ -61,23 +77,39 @@ static void add_err(struct parse_ctx *p, int line, const char *fmt, ...)
 	p->errlen += (size_t)len;
 }
 
+/*
+ * One whole line per call, without its newline.  libinih's buffer (Debian's
+ * build: INI_MAX_LINE 200) would split a longer line and parse the rest as
+ * the next line: such a line is reported here, at its number, and given to
+ * libinih as an empty one.
+ */
 static char *reader(char *str, int num, void *stream)
 {
 	struct parse_ctx *p = stream;
-	char *r = fgets(str, num, p->fp);
+	ssize_t n = getline(&p->linebuf, &p->linecap, p->fp);
 	const char *s;
 
-	if (!r)
+	if (n < 0)
 		return NULL;
-	if (p->at_line_start) {
-		p->line++;
-		for (s = r; *s == ' ' || *s == '\t'; s++)
-			;
-		if (*s == '[')
-			p->section_line = p->line;
+	p->line++;
+	if (n > 0 && p->linebuf[n - 1] == '\n')
+		p->linebuf[--n] = '\0';
+	if (n >= num) {
+		add_err(p, p->line, "line too long (%zd characters, at most %d)", n, num - 1);
+		str[0] = '\0';
+		return str;
 	}
-	p->at_line_start = strchr(r, '\n') != NULL;
-	return r;
+	memcpy(str, p->linebuf, (size_t)n + 1);
+	/* Blanks as libinih skips them (isspace(), '\r' too). */
+	for (s = str; isspace((unsigned char)*s); s++)
+		;
+	if (*s == '[') {
+		p->section_line = p->line;
+		/* libinih cuts a section name at MAX_SECTION (50) bytes, silently. */
+		if (strcspn(s + 1, "]") >= 50)
+			add_err(p, p->line, "section name too long (at most 49 characters)");
+	}
+	return str;
 }
 
 /* "256M", "4k", "1G", plain bytes. */
@@ -231,6 +263,38 @@ static int set_str(char **dst, const char *v)
 	return 0;
 }
 
+/*
+ * The name of [rule NAME] without the blanks around it, into @out; NULL, or
+ * what is wrong with it.  It becomes a label value and a JSON string.
+ */
+static const char *rule_name(const char *s, char *out, size_t cap)
+{
+	size_t n;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	if (!n)
+		return "is empty";
+	if (n >= cap)
+		return "is too long";
+	memcpy(out, s, n);
+	out[n] = '\0';
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		size_t k = utf8_char((const unsigned char *)out + i, &cp);
+
+		if (!k)
+			return "is not valid UTF-8";
+		if (cp < 0x20 || cp == 0x7f)
+			return "has a control character";
+		i += k;
+	}
+	return NULL;
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
 	struct parse_ctx *p = user;
@@ -245,14 +309,18 @@ static int handler(void *user, const char *section, const char *name, const char
 		p->section[n] = '\0';
 		p->in_daemon = !strcmp(section, "daemon");
 		p->in_rule = -1;
-		if (!strncmp(section, "rule ", 5) && section[5]) {
-			const char *nm = section + 5;
+		if (!strncmp(section, "rule ", 5) || !strcmp(section, "rule")) {
+			char nm[sizeof(p->section)];
+			const char *bad = rule_name(section + 4, nm, sizeof(nm));
 
-			while (*nm == ' ')
-				nm++;
-			p->in_rule = new_rule(p, nm);
-			if (p->in_rule < 0)
+			if (bad) {
+				add_err(p, p->section_line, "[%s]: the rule name %s", section, bad);
 				p->in_rule = -2;
+			} else {
+				p->in_rule = new_rule(p, nm);
+				if (p->in_rule < 0)
+					p->in_rule = -2;
+			}
 		} else if (!p->in_daemon) {
 			add_err(p, p->section_line, "unknown section [%s] (expected [daemon] or [rule NAME])",
 				section);
@@ -280,6 +348,9 @@ static int handler(void *user, const char *section, const char *name, const char
 				set_str(&c->metrics_file, value);
 		} else if (!strcmp(name, "listen")) {
 			set_str(&c->listen, value);
+		} else if (!strcmp(name, "http_process_metrics")) {
+			if (parse_bool(value, &c->http_process_metrics))
+				add_err(p, line, "http_process_metrics: expected yes or no, got \"%s\"", value);
 		} else if (!strcmp(name, "top_processes")) {
 			if (parse_uint(value, 10000, &n))
 				add_err(p, line, "top_processes: expected 0 to 10000, got \"%s\"", value);
@@ -303,7 +374,7 @@ static int handler(void *user, const char *section, const char *name, const char
 			else
 				set_str(&r->user, value);
 		} else if (!strcmp(name, "policy")) {
-			r->policy = -1;
+			r->policy = POLICY_INVALID;
 			for (i = 0; i <= THPD_IGNORE; i++)
 				if (!strcmp(value, policy_names[i]))
 					r->policy = (int)i;
@@ -366,7 +437,6 @@ static void parse_one(struct parse_ctx *p, const char *path)
 	}
 	p->line = 0;
 	p->section_line = 0;
-	p->at_line_start = true;
 	p->section[0] = '\0';
 	p->in_rule = -1;
 	p->in_daemon = false;
@@ -377,12 +447,15 @@ static void parse_one(struct parse_ctx *p, const char *path)
 		add_err(p, 0, "cannot read");
 	fclose(p->fp);
 	p->fp = NULL;
+	free(p->linebuf);
+	p->linebuf = NULL;
+	p->linecap = 0;
 	for (i = first; i < p->c->nrules; i++) {
 		struct thpd_rule *ru = &p->c->rules[i];
 
 		if (!ru->cgroup && !ru->exe && !ru->user)
 			add_err(p, ru->line, "rule \"%s\" has no cgroup, exe or user to match", ru->name);
-		if (ru->policy < 0)
+		if (ru->policy == -1) /* not POLICY_INVALID: that error is said already */
 			add_err(p, ru->line, "rule \"%s\" has no policy", ru->name);
 		if (ru->inject && (ru->policy == THPD_HUGE || ru->policy == THPD_IGNORE))
 			add_err(p, ru->line, "rule \"%s\": enforce = inject is for never, nohuge and system",
@@ -456,6 +529,8 @@ void thpd_config_print(const struct thpd_config *c, FILE *out)
 		fprintf(out, " metrics_file=%s", c->metrics_file);
 	if (c->listen)
 		fprintf(out, " listen=%s", c->listen);
+	if (c->http_process_metrics)
+		fprintf(out, " http_process_metrics=yes");
 	fputc('\n', out);
 	for (size_t i = 0; i < c->nrules; i++) {
 		const struct thpd_rule *r = &c->rules[i];

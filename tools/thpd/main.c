@@ -219,15 +219,14 @@ static int run(const struct opts *o)
 		}
 		if (now >= next_pass) {
 			const char *mf = o->metrics_file ? o->metrics_file : st.cfg.metrics_file;
-			int r;
 
 			last_pass = now;
 			thpd_pass(&st);
 			/* A catch-up pass is timed from this one's end: its
 			 * wait is what the CPU budget needs to earn. */
 			next_pass = (st.work_left ? thpd_mono_ns() : now) + thpd_next_pass_ns(&st);
-			if (mf && (r = thpd_metrics_write_file(&st, mf)) < 0)
-				thpd_log(LOG_WARNING, "metrics file %s: %s", mf, strerror(-r));
+			if (mf)
+				thpd_metrics_write_file(&st, mf); /* logs its failures */
 			status_line(&st, !ready);
 			ready = true;
 			continue;
@@ -245,6 +244,9 @@ static int run(const struct opts *o)
 		n += thpd_server_pollfds(sv, fds + n, sizeof(fds) / sizeof(fds[0]) - n);
 		if (watchdog_ns && watchdog_last + watchdog_ns < wake)
 			wake = watchdog_last + watchdog_ns;
+		/* A client's deadline wakes the loop: it is dropped in time. */
+		if (thpd_server_deadline(sv) < wake)
+			wake = thpd_server_deadline(sv);
 		timeout = wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
 		if (poll(fds, n, timeout) < 0 && errno != EINTR) {
 			thpd_log(LOG_ERR, "poll: %s", strerror(errno));
@@ -261,6 +263,8 @@ static int run(const struct opts *o)
 						   (unsigned long long)(thpd_mono_ns() / 1000));
 					if (load(o, &c) == 0) {
 						thpd_state_set_config(&st, &c);
+						if (!o->listen)
+							thpd_server_relisten(sv, st.cfg.listen);
 						thpd_log(LOG_INFO, "reloaded: %zu rules", st.cfg.nrules);
 						/* New rules act now, not an interval later. */
 						next_pass = thpd_mono_ns();

@@ -6,8 +6,11 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
 #include <unistd.h>
 
+#include "json.h" /* tools/thpctl: utf8_char() */
 #include "thpd.h"
 
 struct buf {
@@ -68,33 +71,61 @@ static char *bdone(struct buf *b, size_t *len)
 	return b->s;
 }
 
-/* A label value: backslash, quote and newline escaped (exposition format). */
+/*
+ * One character of @s for a label value or a JSON string: the length of the
+ * valid UTF-8 sequence at @s, or 0 for a byte that does not start one (it
+ * is written as U+FFFD: promtool refuses the whole exposition otherwise).
+ */
+static size_t utf8_len(const char *s)
+{
+	uint32_t cp;
+
+	return utf8_char((const unsigned char *)s, &cp);
+}
+
+/* A label value: valid UTF-8, with backslash, quote and newline escaped. */
 static void prom_str(struct buf *b, const char *s)
 {
-	for (; *s; s++) {
+	while (*s) {
+		size_t n;
+
 		if (*s == '\\')
 			bprintf(b, "\\\\");
 		else if (*s == '"')
 			bprintf(b, "\\\"");
 		else if (*s == '\n')
 			bprintf(b, "\\n");
-		else
-			bprintf(b, "%c", *s);
+		else if ((n = utf8_len(s)) == 0)
+			bprintf(b, "\xef\xbf\xbd");
+		else {
+			bprintf(b, "%.*s", (int)n, s);
+			s += n;
+			continue;
+		}
+		s++;
 	}
 }
 
+/* A JSON string: valid UTF-8 kept, control characters escaped, other bytes U+FFFD. */
 static void json_str(struct buf *b, const char *s)
 {
 	bprintf(b, "\"");
-	for (; *s; s++) {
+	while (*s) {
 		unsigned char c = (unsigned char)*s;
+		size_t n;
 
 		if (c == '"' || c == '\\')
 			bprintf(b, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
+		else if (c < 0x20 || c == 0x7f)
 			bprintf(b, "\\u%04x", c);
-		else
-			bprintf(b, "%c", c);
+		else if ((n = utf8_len(s)) == 0)
+			bprintf(b, "\\ufffd");
+		else {
+			bprintf(b, "%.*s", (int)n, s);
+			s += n;
+			continue;
+		}
+		s++;
 	}
 	bprintf(b, "\"");
 }
@@ -211,7 +242,7 @@ static void proc_series(struct buf *b, const struct thpd_state *st, const struct
  * without them has no series rather than zeros.
  */
 static void folio_series(struct buf *b, const struct thpd_state *st, const struct thpd_proc **v,
-			 size_t n)
+			 size_t n, bool per_process)
 {
 	size_t top = n < st->cfg.top ? n : st->cfg.top;
 	bool any = false;
@@ -236,6 +267,8 @@ static void folio_series(struct buf *b, const struct thpd_state *st, const struc
 				(unsigned long long)rule_folio(r, k));
 		}
 	}
+	if (!per_process)
+		return;
 	head(b, "process_folio_bytes", "gauge",
 	     "Anonymous memory by folio size (size=\"base\": base pages), per process.");
 	for (size_t i = 0; i < top; i++) {
@@ -285,7 +318,7 @@ static void folio_json(struct buf *b, const struct thpd_state *st, uint64_t base
 	bprintf(b, "}");
 }
 
-char *thpd_metrics_text(const struct thpd_state *st, size_t *len)
+static char *metrics_text(const struct thpd_state *st, bool per_process, size_t *len)
 {
 	struct buf b = { 0 };
 	const struct thpd_proc **v;
@@ -347,14 +380,16 @@ char *thpd_metrics_text(const struct thpd_state *st, size_t *len)
 	rule_series(&b, st, "bytes_over_budget", "gauge",
 		    "Collapsible memory left by the last pass because a budget was spent.",
 		    offsetof(struct thpd_rule, over_budget));
-	proc_series(&b, st, v, n, "process_anon_bytes", "Resident anonymous memory per process.",
-		    offsetof(struct thpd_proc, anon));
-	proc_series(&b, st, v, n, "process_huge_bytes", "Of it, in huge pages, per process.",
-		    offsetof(struct thpd_proc, huge));
-	proc_series(&b, st, v, n, "process_alignable_bytes",
-		    "Anonymous memory that could be huge, per process.",
-		    offsetof(struct thpd_proc, alignable));
-	folio_series(&b, st, v, n);
+	if (per_process) {
+		proc_series(&b, st, v, n, "process_anon_bytes",
+			    "Resident anonymous memory per process.", offsetof(struct thpd_proc, anon));
+		proc_series(&b, st, v, n, "process_huge_bytes", "Of it, in huge pages, per process.",
+			    offsetof(struct thpd_proc, huge));
+		proc_series(&b, st, v, n, "process_alignable_bytes",
+			    "Anonymous memory that could be huge, per process.",
+			    offsetof(struct thpd_proc, alignable));
+	}
+	folio_series(&b, st, v, n, per_process);
 	if (st->folio_source >= 0) {
 		head(&b, "folio_sizes_readable", "gauge",
 		     "1 when the last query read folio sizes (pagemap and kpageflags; needs "
@@ -374,7 +409,17 @@ char *thpd_metrics_text(const struct thpd_state *st, size_t *len)
 	return bdone(&b, len);
 }
 
-char *thpd_json_text(const struct thpd_state *st, size_t *len)
+char *thpd_metrics_text(const struct thpd_state *st, size_t *len)
+{
+	return metrics_text(st, true, len);
+}
+
+char *thpd_metrics_text_public(const struct thpd_state *st, size_t *len)
+{
+	return metrics_text(st, st->cfg.http_process_metrics, len);
+}
+
+static char *json_text(const struct thpd_state *st, bool per_process, size_t *len)
 {
 	struct buf b = { 0 };
 	const struct thpd_proc **v;
@@ -406,8 +451,10 @@ char *thpd_json_text(const struct thpd_state *st, size_t *len)
 		}
 		bprintf(&b, "}}");
 	}
-	bprintf(&b, "],\"processes\":[");
-	for (size_t i = 0; i < n; i++) {
+	bprintf(&b, "]");
+	if (per_process)
+		bprintf(&b, ",\"processes\":[");
+	for (size_t i = 0; per_process && i < n; i++) {
 		bprintf(&b, "%s{\"pid\":%d,\"comm\":", i ? "," : "", (int)v[i]->pid);
 		json_str(&b, v[i]->comm);
 		bprintf(&b, ",\"rule\":");
@@ -419,15 +466,24 @@ char *thpd_json_text(const struct thpd_state *st, size_t *len)
 			folio_json(&b, st, v[i]->folio_base, v[i]->folio_bytes);
 		bprintf(&b, "}");
 	}
-	bprintf(&b, "],\"daemon\":{\"folio_source\":\"%s\",\"pid\":%d,\"cpu_seconds\":%.6f,\"passes\":%llu,"
+	bprintf(&b, "%s\"daemon\":{\"folio_source\":\"%s\",\"pid\":%d,\"cpu_seconds\":%.6f,\"passes\":%llu,"
 		    "\"last_pass_seconds\":%.6f,\"rss_bytes\":%llu}}\n",
-		st->folio_source < 0				  ? "unknown"
-		: st->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS ? "kpageflags"
-								  : "none",
+		per_process ? "]," : ",", st->folio_source < 0 ? "unknown" : st->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS ? "kpageflags"
+															     : "none",
 		(int)getpid(), (double)thpd_cpu_ns() / 1e9, (unsigned long long)st->passes,
 		st->last_pass_s, (unsigned long long)thpd_rss_bytes());
 	free(v);
 	return bdone(&b, len);
+}
+
+char *thpd_json_text(const struct thpd_state *st, size_t *len)
+{
+	return json_text(st, true, len);
+}
+
+char *thpd_json_text_public(const struct thpd_state *st, size_t *len)
+{
+	return json_text(st, st->cfg.http_process_metrics, len);
 }
 
 char *thpd_rules_text(const struct thpd_state *st, size_t *len)
@@ -447,39 +503,158 @@ char *thpd_rules_text(const struct thpd_state *st, size_t *len)
 	return s;
 }
 
-int thpd_metrics_write_file(const struct thpd_state *st, const char *path)
+/* Only root (or thpd's user) can change the entries of this directory. */
+static bool dir_trusted(const struct stat *sb)
 {
-	char tmp[4096];
-	size_t len, off = 0;
-	char *text = thpd_metrics_text(st, &len);
-	int fd, ret = 0;
+	return (sb->st_uid == 0 || sb->st_uid == geteuid()) && !(sb->st_mode & (S_IWGRP | S_IWOTH));
+}
 
-	if (!text)
-		return -ENOMEM;
-	/* Written beside it and renamed: node_exporter never reads half a file. */
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		free(text);
-		return -errno;
+/*
+ * The directory of the metrics file, opened one component at a time, or
+ * -errno with *@why saying what was wrong.  A symbolic link on the way is
+ * followed only where it sits in a directory that only root can change
+ * (root made it, as /var/run); the directory itself is never a link.  A
+ * directory that its group or others can write is refused (-EPERM) unless
+ * it is sticky and root's, as /tmp: there others cannot replace or remove
+ * root's files.  Its owner may be another user (node_exporter's): the file
+ * is created and renamed without following a link, so an owner can only
+ * stop the write, not redirect it.
+ */
+static int open_dir(const char *dir, const char **why)
+{
+	char buf[4096], *save = NULL, *c;
+	int fd = open(dir[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), e;
+	struct stat sb;
+
+	*why = NULL;
+	snprintf(buf, sizeof(buf), "%s", dir);
+	c = strtok_r(buf, "/", &save);
+	while (fd >= 0 && c) {
+		char *next = strtok_r(NULL, "/", &save);
+		int nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		e = errno;
+		if (nfd < 0 && e == ENOTDIR && fstatat(fd, c, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(sb.st_mode)) {
+			if (next && fstat(fd, &sb) == 0 && dir_trusted(&sb)) {
+				nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+				e = errno;
+			} else {
+				*why = next ? "a symbolic link on its path sits in a directory others can change"
+					    : "its directory is a symbolic link";
+				e = ELOOP;
+			}
+		}
+		close(fd);
+		fd = nfd;
+		errno = e;
+		c = next;
 	}
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) != 0) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
+	if ((sb.st_mode & (S_IWGRP | S_IWOTH)) && !((sb.st_mode & S_ISVTX) && sb.st_uid == 0)) {
+		close(fd);
+		*why = "its directory is writable by other users and not a sticky directory of root's";
+		return -EPERM;
+	}
+	return fd;
+}
+
+static int write_all(int fd, const char *text, size_t len)
+{
+	size_t off = 0;
+
 	while (off < len) {
 		ssize_t w = write(fd, text + off, len - off);
 
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			ret = -errno;
-			break;
+			return -errno;
 		}
 		off += (size_t)w;
 	}
+	return 0;
+}
+
+static int write_file(const struct thpd_state *st, const char *path, const char **why)
+{
+	char dir[4096], tmp[4096];
+	const char *base = strrchr(path, '/');
+	size_t len;
+	char *text;
+	int dfd, fd, ret;
+
+	*why = NULL;
+	if (!*path || (base && !base[1]) || strlen(path) >= sizeof(dir) - 8) {
+		*why = "not the path of a file";
+		return -EINVAL;
+	}
+	if (!base) /* --metrics-file NAME: in the working directory */
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", base == path ? 1 : (int)(base - path), path);
+	base = base ? base + 1 : path;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", base);
+	dfd = open_dir(dir, why);
+	if (dfd < 0)
+		return dfd;
+	text = thpd_metrics_text(st, &len);
+	if (!text) {
+		close(dfd);
+		return -ENOMEM;
+	}
+	/*
+	 * Written beside it and renamed: node_exporter never reads half a file.
+	 * Created afresh, never through a link: whatever is at the temporary
+	 * name (a crash's leftover or a planted link) is removed, not followed.
+	 */
+	for (int tries = 0;; tries++) {
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0 || errno != EEXIST || tries > 0 || unlinkat(dfd, tmp, 0) != 0)
+			break;
+	}
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	ret = write_all(fd, text, len);
 	if (close(fd) != 0 && !ret)
 		ret = -errno;
-	if (!ret && rename(tmp, path) != 0)
+	/* renameat() replaces a link at the final name; it never follows it. */
+	if (!ret && renameat(dfd, tmp, dfd, base) != 0)
 		ret = -errno;
 	if (ret)
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
+out:
 	free(text);
+	close(dfd);
 	return ret;
+}
+
+int thpd_metrics_write_file(const struct thpd_state *st, const char *path)
+{
+	/* One log line per new failure, not one per pass. */
+	static int last_err;
+	static char *last_path;
+	const char *why;
+	int r = write_file(st, path, &why);
+
+	if (r != last_err || !last_path || strcmp(last_path, path) != 0) {
+		if (r < 0 && why)
+			thpd_log(LOG_ERR, "metrics file %s: not written: %s", path, why);
+		else if (r < 0)
+			thpd_log(LOG_WARNING, "metrics file %s: %s", path, strerror(-r));
+		else if (last_err)
+			thpd_log(LOG_INFO, "metrics file %s: written again", path);
+		last_err = r;
+		free(last_path);
+		last_path = strdup(path);
+	}
+	return r;
 }

@@ -48,15 +48,6 @@ int thpd_is_secure_exec(pid_t pid)
 	return 0;
 }
 
-const char *thpd_own_name(int own)
-{
-	static const char *const names[] = { [THPD_OWN_VISIBLE] = "visible",
-					     [THPD_OWN_ASK] = "ask",
-					     [THPD_OWN_IGNORE] = "ignore" };
-
-	return own >= 0 && own <= THPD_OWN_IGNORE ? names[own] : "?";
-}
-
 #define HIDDEN_NOTE                                                                          \
 	"a process's own nohuge default (PR_THP_DISABLE_EXCEPT_ADVISED) does not show from " \
 	"outside on this kernel: processes with it are collapsed as if they had none "       \

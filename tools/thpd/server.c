@@ -15,23 +15,32 @@
 #include "thpd.h"
 
 #define MAX_CLIENTS 32
-#define CLIENT_TIMEOUT_NS (5ULL * 1000000000ULL)
-#define REQ_MAX 1024
+/*
+ * A client that has not sent a whole request keeps its slot only while it
+ * sends, and not for long in all; one that is being answered while it reads.
+ * A full table makes room by dropping the oldest client still sending its
+ * request: idle connections, however many, cannot keep a scrape out.
+ */
+#define REQUEST_IDLE_NS (1000ULL * 1000000ULL)
+#define REQUEST_TOTAL_NS (5000ULL * 1000000ULL)
+#define REPLY_IDLE_NS (5000ULL * 1000000ULL)
 
 struct client {
 	int fd;
 	bool http;
 	bool replying;
-	char req[REQ_MAX];
+	char req[THPD_REQ_MAX];
 	size_t reqlen;
 	char *out;
 	size_t outlen, outoff;
-	uint64_t deadline;
+	uint64_t accepted, last_io;
 };
 
 struct thpd_server {
 	int unix_fd, tcp_fd;
 	char *path;
+	char *made_dir; /* the socket's directory, created by this daemon: removed at exit */
+	char *listen;
 	struct client cl[MAX_CLIENTS];
 	size_t ncl;
 };
@@ -43,22 +52,26 @@ static int set_err(char **err, const char *what, const char *arg)
 	return -1;
 }
 
-static int mkdir_parent(const char *path)
+/* The socket's directory: created when missing (and then its path returned in @made). */
+static int mkdir_parent(const char *path, char **made)
 {
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char *slash;
 
+	*made = NULL;
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
 	if (!slash || slash == dir)
 		return 0;
 	*slash = '\0';
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+	if (mkdir(dir, 0755) == 0)
+		*made = strdup(dir);
+	else if (errno != EEXIST)
 		return -1;
 	return 0;
 }
 
-static int open_unix(const char *path, char **err)
+static int open_unix(const char *path, char **made, char **err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
@@ -69,7 +82,7 @@ static int open_unix(const char *path, char **err)
 		return set_err(err, "socket path", path);
 	}
 	strcpy(sa.sun_path, path);
-	if (mkdir_parent(path) != 0)
+	if (mkdir_parent(path, made) != 0)
 		return set_err(err, "cannot create the directory of", path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
@@ -92,7 +105,7 @@ static int open_unix(const char *path, char **err)
 		return set_err(err, "bind", path);
 	}
 	umask(old);
-	if (listen(fd, 16) != 0) {
+	if (listen(fd, SOMAXCONN) != 0) {
 		close(fd);
 		return set_err(err, "listen", path);
 	}
@@ -131,7 +144,7 @@ static int open_tcp(const char *listen_on, char **err)
 		return set_err(err, "socket for", listen_on);
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 16) != 0) {
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
 		freeaddrinfo(ai);
 		close(fd);
 		return set_err(err, "bind/listen", listen_on);
@@ -149,7 +162,7 @@ struct thpd_server *thpd_server_open(const char *sock_path, const char *listen_o
 		return NULL;
 	sv->unix_fd = sv->tcp_fd = -1;
 	if (sock_path && *sock_path) {
-		sv->unix_fd = open_unix(sock_path, err);
+		sv->unix_fd = open_unix(sock_path, &sv->made_dir, err);
 		if (sv->unix_fd < 0)
 			goto fail;
 		sv->path = strdup(sock_path);
@@ -158,6 +171,7 @@ struct thpd_server *thpd_server_open(const char *sock_path, const char *listen_o
 		sv->tcp_fd = open_tcp(listen_on, err);
 		if (sv->tcp_fd < 0)
 			goto fail;
+		sv->listen = strdup(listen_on);
 	}
 	return sv;
 fail:
@@ -182,8 +196,13 @@ void thpd_server_close(struct thpd_server *sv)
 		close(sv->unix_fd);
 		unlink(sv->path);
 	}
+	/* Only when empty: another daemon's socket or files stay. */
+	if (sv->made_dir)
+		rmdir(sv->made_dir);
 	if (sv->tcp_fd >= 0)
 		close(sv->tcp_fd);
+	free(sv->made_dir);
+	free(sv->listen);
 	free(sv->path);
 	free(sv);
 }
@@ -204,36 +223,19 @@ size_t thpd_server_pollfds(struct thpd_server *sv, struct pollfd *fds, size_t ca
 	return n;
 }
 
-static void accept_all(struct thpd_server *sv, int lfd, bool http)
-{
-	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-
-		if (fd < 0)
-			return;
-		if (sv->ncl == MAX_CLIENTS) {
-			close(fd);
-			continue;
-		}
-		sv->cl[sv->ncl++] = (struct client){ .fd = fd, .http = http, .deadline = thpd_mono_ns() + CLIENT_TIMEOUT_NS };
-	}
-}
-
-static void reply(struct client *c, const struct thpd_state *st)
+static void reply(struct client *c, const struct thpd_state *st, enum thpd_req what)
 {
 	char *body = NULL;
 	size_t len = 0;
 	const char *ctype = "text/plain; version=0.0.4; charset=utf-8";
 	int status = 200;
 
-	c->req[c->reqlen] = '\0';
 	if (!c->http) {
-		c->req[strcspn(c->req, "\r\n")] = '\0';
-		if (!strcmp(c->req, "metrics"))
+		if (what == THPD_REQ_METRICS)
 			body = thpd_metrics_text(st, &len);
-		else if (!strcmp(c->req, "json"))
+		else if (what == THPD_REQ_JSON)
 			body = thpd_json_text(st, &len);
-		else if (!strcmp(c->req, "rules"))
+		else if (what == THPD_REQ_RULES)
 			body = thpd_rules_text(st, &len);
 		else if (asprintf(&body, "error: unknown request (expected metrics, json or rules)\n") >= 0)
 			len = strlen(body);
@@ -243,10 +245,10 @@ static void reply(struct client *c, const struct thpd_state *st)
 		char *hdr = NULL;
 		int hl;
 
-		if (!strncmp(c->req, "GET /metrics ", 13) || !strncmp(c->req, "GET /metrics?", 13)) {
-			body = thpd_metrics_text(st, &len);
-		} else if (!strncmp(c->req, "GET /status.json ", 17)) {
-			body = thpd_json_text(st, &len);
+		if (what == THPD_REQ_METRICS) {
+			body = thpd_metrics_text_public(st, &len);
+		} else if (what == THPD_REQ_JSON) {
+			body = thpd_json_text_public(st, &len);
 			ctype = "application/json";
 		} else {
 			status = 404;
@@ -285,63 +287,154 @@ static void reply(struct client *c, const struct thpd_state *st)
 	c->replying = true;
 }
 
-static bool request_complete(const struct client *c)
+/* Read, answer and write what can be done now; false when the client is done with. */
+static bool serve(struct client *c, const struct thpd_state *st, uint64_t now)
 {
-	if (!c->http)
-		return memchr(c->req, '\n', c->reqlen) != NULL;
-	for (size_t i = 0; i + 1 < c->reqlen; i++)
-		if (c->req[i] == '\n' && (c->req[i + 1] == '\n' ||
-					  (c->req[i + 1] == '\r' && i + 2 < c->reqlen &&
-					   c->req[i + 2] == '\n')))
-			return true;
+	if (!c->replying) {
+		ssize_t n = recv(c->fd, c->req + c->reqlen, THPD_REQ_MAX - 1 - c->reqlen, 0);
+		enum thpd_req what;
+
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		c->reqlen += (size_t)n;
+		if (n > 0)
+			c->last_io = now;
+		what = thpd_request_parse(c->req, c->reqlen, c->http, n == 0);
+		if (what == THPD_REQ_INCOMPLETE)
+			return n > 0;
+		reply(c, st, what);
+	}
+	while (c->outoff < c->outlen) {
+		ssize_t w = send(c->fd, c->out + c->outoff, c->outlen - c->outoff, MSG_NOSIGNAL);
+
+		if (w < 0)
+			return errno == EAGAIN || errno == EINTR;
+		c->outoff += (size_t)w;
+		c->last_io = now;
+	}
 	return false;
+}
+
+static uint64_t deadline(const struct client *c)
+{
+	uint64_t idle;
+
+	if (c->replying)
+		return c->last_io + REPLY_IDLE_NS;
+	idle = c->last_io + REQUEST_IDLE_NS;
+	return idle < c->accepted + REQUEST_TOTAL_NS ? idle : c->accepted + REQUEST_TOTAL_NS;
+}
+
+uint64_t thpd_server_deadline(const struct thpd_server *sv)
+{
+	uint64_t d = UINT64_MAX;
+
+	for (size_t i = 0; sv && i < sv->ncl; i++)
+		if (deadline(&sv->cl[i]) < d)
+			d = deadline(&sv->cl[i]);
+	return d;
+}
+
+/* Room for one more: the oldest client still sending its request goes. */
+static bool make_room(struct thpd_server *sv)
+{
+	size_t old = MAX_CLIENTS;
+
+	if (sv->ncl < MAX_CLIENTS)
+		return true;
+	for (size_t i = 0; i < sv->ncl; i++)
+		if (!sv->cl[i].replying && (old == MAX_CLIENTS || sv->cl[i].accepted < sv->cl[old].accepted))
+			old = i;
+	if (old == MAX_CLIENTS)
+		return false;
+	drop(sv, old);
+	return true;
+}
+
+static void accept_all(struct thpd_server *sv, int lfd, bool http, const struct thpd_state *st)
+{
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		uint64_t now = thpd_mono_ns();
+
+		if (fd < 0)
+			return;
+		if (!make_room(sv)) {
+			close(fd);
+			continue;
+		}
+		sv->cl[sv->ncl] = (struct client){ .fd = fd, .http = http, .accepted = now, .last_io = now };
+		/* Its request may be there already: answered before later
+		 * connections can push it out. */
+		if (serve(&sv->cl[sv->ncl++], st, now))
+			continue;
+		drop(sv, sv->ncl - 1);
+	}
 }
 
 void thpd_server_handle(struct thpd_server *sv, const struct thpd_state *st)
 {
-	uint64_t now = thpd_mono_ns();
-
 	if (!sv)
 		return;
 	if (sv->unix_fd >= 0)
-		accept_all(sv, sv->unix_fd, false);
+		accept_all(sv, sv->unix_fd, false, st);
 	if (sv->tcp_fd >= 0)
-		accept_all(sv, sv->tcp_fd, true);
+		accept_all(sv, sv->tcp_fd, true, st);
 	for (size_t i = 0; i < sv->ncl;) {
+		uint64_t now = thpd_mono_ns();
 		struct client *c = &sv->cl[i];
-		bool done = false;
 
-		if (!c->replying) {
-			ssize_t n = recv(c->fd, c->req + c->reqlen, REQ_MAX - 1 - c->reqlen, 0);
-
-			if (n > 0)
-				c->reqlen += (size_t)n;
-			if (n > 0 && (request_complete(c) || c->reqlen == REQ_MAX - 1))
-				reply(c, st);
-			else if (n == 0 && c->reqlen && !c->http)
-				reply(c, st); /* a client that shut down its side after the word */
-			else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-				done = true;
-		}
-		if (c->replying && !done) {
-			while (c->outoff < c->outlen) {
-				ssize_t w = send(c->fd, c->out + c->outoff, c->outlen - c->outoff,
-						 MSG_NOSIGNAL);
-
-				if (w <= 0)
-					break;
-				c->outoff += (size_t)w;
-			}
-			if (c->outoff >= c->outlen)
-				done = true;
-			else if (errno != EAGAIN && errno != EINTR)
-				done = true;
-		}
-		if (now > c->deadline)
-			done = true;
-		if (done)
+		if (!serve(c, st, now) || now >= deadline(c))
 			drop(sv, i);
 		else
 			i++;
 	}
+}
+
+void thpd_server_relisten(struct thpd_server *sv, const char *listen_on)
+{
+	char *err = NULL;
+	int fd;
+
+	if (!sv || !strcmp(sv->listen ? sv->listen : "", listen_on ? listen_on : ""))
+		return;
+	if (!listen_on || !*listen_on) {
+		thpd_log(LOG_INFO, "listen: HTTP on %s closed", sv->listen);
+		close(sv->tcp_fd);
+		sv->tcp_fd = -1;
+		free(sv->listen);
+		sv->listen = NULL;
+		return;
+	}
+	fd = open_tcp(listen_on, &err);
+	if (fd < 0 && sv->tcp_fd >= 0) {
+		/* The new address may overlap the old one's port: free it and try again. */
+		free(err);
+		err = NULL;
+		close(sv->tcp_fd);
+		sv->tcp_fd = -1;
+		fd = open_tcp(listen_on, &err);
+		if (fd < 0) {
+			char *err2 = NULL;
+
+			sv->tcp_fd = open_tcp(sv->listen, &err2);
+			free(err2);
+		}
+	}
+	if (fd < 0) {
+		thpd_log(LOG_ERR, "listen: %s; HTTP stays on %s", err ? err : "out of memory",
+			 sv->tcp_fd >= 0 ? sv->listen : "nothing");
+		free(err);
+		if (sv->tcp_fd < 0) {
+			free(sv->listen);
+			sv->listen = NULL;
+		}
+		return;
+	}
+	if (sv->tcp_fd >= 0)
+		close(sv->tcp_fd);
+	thpd_log(LOG_INFO, "listen: HTTP now on %s (was %s)", listen_on, sv->listen ? sv->listen : "off");
+	sv->tcp_fd = fd;
+	free(sv->listen);
+	sv->listen = strdup(listen_on);
 }

@@ -72,6 +72,7 @@ struct thpd_config {
 	char *metrics_file;
 	char *listen;
 	unsigned top;
+	bool http_process_metrics; /* per-process figures on HTTP too, not only the socket */
 	struct thpd_rule *rules;
 	size_t nrules;
 	bool uses_user;	  /* some rule matches by user */
@@ -87,6 +88,7 @@ int thpd_config_load(struct thpd_config *c, const char *file, bool file_optional
 void thpd_config_free(struct thpd_config *c);
 void thpd_config_print(const struct thpd_config *c, FILE *out);
 const char *thpd_policy_name(int policy);
+const char *thpd_own_name(int own); /* own_policy = values */
 
 /* rules.c */
 struct thpd_ident {
@@ -201,7 +203,11 @@ void thpd_consider(struct thpd_state *st, pid_t pid);
 /* metrics.c: text into a malloc'd buffer; NULL on out of memory. */
 char *thpd_metrics_text(const struct thpd_state *st, size_t *len);
 char *thpd_json_text(const struct thpd_state *st, size_t *len);
+/* For HTTP: without per-process figures unless http_process_metrics = yes. */
+char *thpd_metrics_text_public(const struct thpd_state *st, size_t *len);
+char *thpd_json_text_public(const struct thpd_state *st, size_t *len);
 char *thpd_rules_text(const struct thpd_state *st, size_t *len);
+/* Through its directory, never following a link; logs each new failure once. */
 int thpd_metrics_write_file(const struct thpd_state *st, const char *path);
 /* A folio size as a label value: "64K", "2M"; @buf of 24 bytes at least. */
 const char *thpd_size_label(uint64_t size, char *buf, size_t len);
@@ -219,15 +225,30 @@ int thpd_is_secure_exec(pid_t pid);
 void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rule *r);
 /* Set the rule's never/nohuge/system policy in the process (enforce = inject). */
 void thpd_inject(struct thpd_proc *p, const struct thpd_rule *r);
-/* The own_policy names, and the notice --check-config gives for rules whose
- * processes' nohuge default this kernel hides: 0 when none, else the count. */
-const char *thpd_own_name(int own);
+/* The notice --check-config gives for rules whose processes' nohuge default
+ * this kernel hides: 0 when none, else the count. */
 int thpd_own_policy_notes(const struct thpd_config *c, bool nohuge_hidden, FILE *out);
+
+/* request.c */
+#define THPD_REQ_MAX 1024 /* bytes of a request kept; a longer one is answered as it is */
+enum thpd_req {
+	THPD_REQ_INCOMPLETE, /* wait for more */
+	THPD_REQ_METRICS,
+	THPD_REQ_JSON,
+	THPD_REQ_RULES,	  /* the socket only */
+	THPD_REQ_UNKNOWN, /* an error line on the socket, 404 on HTTP */
+};
+/* @eof: the client shut down its side after these @len bytes. */
+enum thpd_req thpd_request_parse(const char *req, size_t len, bool http, bool eof);
 
 /* server.c */
 struct thpd_server;
 struct thpd_server *thpd_server_open(const char *sock_path, const char *listen, char **err);
 void thpd_server_close(struct thpd_server *sv);
+/* A changed listen address after a reload: reopen the HTTP listener (logs what it did). */
+void thpd_server_relisten(struct thpd_server *sv, const char *listen);
+/* The earliest client deadline (CLOCK_MONOTONIC ns), UINT64_MAX for none. */
+uint64_t thpd_server_deadline(const struct thpd_server *sv);
 /* Fill @fds (room for @cap) with the descriptors to poll and their events. */
 size_t thpd_server_pollfds(struct thpd_server *sv, struct pollfd *fds, size_t cap);
 /* Handle whatever is ready; never blocks. */
