@@ -430,6 +430,41 @@ def case_user(args, tmp):
         d.stop()
 
 
+def case_user_change(args, tmp):
+    """A process that changes its uid without exec is matched again: the rule
+    of its new user acts on it, the rule of its old one no longer."""
+    os.chmod(tmp, 0o755)
+    exe = copy_workload(args, tmp, "wl-setuid")
+    w = None
+    d = Daemon(args, tmp, f"[rule nobody]\nexe = {exe}\nuser = 65534\npolicy = huge\n"
+               "max_ms_per_pass = 1000\n")
+
+    def listed():
+        return any(p["pid"] == w.pid and p["rule"] == "nobody" for p in d.status()["processes"])
+    try:
+        w = Workload(exe, 32)
+        d.start()
+        d.wait_passes(3)
+        check(not listed() and w.huge() == 0, "a root process matched by a user = 65534 rule")
+        # Saved uid 0: it can come back below.
+        check(w.cmd("setresuid 65534 65534 0") == "uid 65534", "setresuid to 65534")
+        check(wait_for(listed, 5), f"not matched within 5 s after setresuid(65534): {d.status()['processes']}")
+        check(wait_for(lambda: w.huge() >= 0.9 * w.len, 60, 0.2),
+              f"after setresuid(65534): {w.huge() // MIB} of {w.len // MIB} MiB huge")
+        check(w.cmd("setresuid 0 0 0") == "uid 0", "setresuid back to 0")
+        check(wait_for(lambda: not listed(), 5), "still matched 5 s after setresuid(0)")
+        before = rollup(w.pid)["AnonHugePages"]
+        check(w.cmd("grow 32").startswith("grown "), "grow")
+        d.wait_passes(5)
+        after = rollup(w.pid)["AnonHugePages"]
+        check(after == before, f"collapsed under the old user's rule: AnonHugePages {before} -> {after}")
+        check(w.cmd("check") == "ok 0", "contents changed")
+    finally:
+        if w:
+            w.stop()
+        d.stop()
+
+
 def case_inject(args, tmp):
     exe = copy_workload(args, tmp, "wl-inj")
     w = None

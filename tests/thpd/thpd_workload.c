@@ -5,7 +5,9 @@
  * when the third argument is "huge"), optionally M more one-page
  * mappings (alternating protections, so that they stay apart), then
  * commands on stdin:
- * "check" (contents unchanged?), "prctl" (PR_GET_THP_DISABLE), "where".
+ * "check" (contents unchanged?), "prctl" (PR_GET_THP_DISABLE), "where",
+ * "setresuid R E S" (no exec), "grow N" (N MiB more, aligned and touched:
+ * "grown ADDR LEN").
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #define EXTENT (2UL << 20)
 
@@ -66,6 +69,27 @@ int main(int argc, char **argv)
 				if (p[i] != (i % 512 ? 0 : i * 2654435761u + 1))
 					bad++;
 			printf("%s %zu\n", bad ? "bad" : "ok", bad);
+		} else if (!strncmp(line, "setresuid ", 10)) {
+			unsigned r, e, s;
+
+			if (sscanf(line + 10, "%u %u %u", &r, &e, &s) == 3 && setresuid(r, e, s) == 0)
+				printf("uid %u\n", r);
+			else
+				printf("setresuid failed\n");
+		} else if (!strncmp(line, "grow ", 5)) {
+			size_t n = strtoul(line + 5, NULL, 10) << 20;
+			uint8_t *g = mmap(NULL, n + EXTENT, PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+			if (!n || g == MAP_FAILED) {
+				printf("grow failed\n");
+			} else {
+				uint8_t *a = (uint8_t *)(((uintptr_t)g + EXTENT - 1) & ~(EXTENT - 1));
+
+				for (size_t i = 0; i < n; i += 4096)
+					a[i] = 1;
+				printf("grown %p %zu\n", (void *)a, n);
+			}
 		} else if (!strncmp(line, "prctl", 5)) {
 			printf("thp_disable %d\n", prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
 		} else {

@@ -116,6 +116,11 @@ int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 			else if (ev.what == PROC_EVENT_EXIT &&
 				 ev.event_data.exit.process_pid == ev.event_data.exit.process_tgid)
 				on_exit(arg, ev.event_data.exit.process_pid);
+			else if (ev.what == PROC_EVENT_UID)
+				/* A new uid (setresuid() without exec) may match
+				 * other rules: read as after an exec.  glibc changes
+				 * every thread: each reports, under its tgid. */
+				on_exec(arg, ev.event_data.id.process_tgid);
 		}
 	}
 	return lost;

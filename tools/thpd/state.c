@@ -207,7 +207,7 @@ void thpd_consider(struct thpd_state *st, pid_t pid)
 	struct thpd_proc *p = *slot_of(st, pid);
 
 	if (p)
-		p->stale = true; /* a new program: read everything again */
+		p->stale = true; /* a new program or user: read everything again */
 	visit(&arg, pid);
 	p = *slot_of(st, pid);
 	if (p && p->rule >= 0 && st->cfg.rules[p->rule].policy != THPD_IGNORE)

@@ -100,7 +100,8 @@ struct thpd_scan *thpd_scan_open(bool want_connector);
 void thpd_scan_close(struct thpd_scan *s);
 bool thpd_scan_has_connector(const struct thpd_scan *s);
 int thpd_scan_fd(const struct thpd_scan *s); /* -1 without the connector */
-/* Drain the connector: exec PIDs to @on_exec, exit PIDs to @on_exit; returns
+/* Drain the connector: exec PIDs (and those whose uid changed) to @on_exec,
+ * exit PIDs to @on_exit; returns
  * 1 when events were lost (a /proc walk is due). */
 int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 		    void (*on_exit)(void *, pid_t), void *arg);
