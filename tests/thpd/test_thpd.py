@@ -459,6 +459,43 @@ def case_user_change(args, tmp):
         after = rollup(w.pid)["AnonHugePages"]
         check(after == before, f"collapsed under the old user's rule: AnonHugePages {before} -> {after}")
         check(w.cmd("check") == "ok 0", "contents changed")
+        ev = d.status()["events"]
+        check(ev["uid_changes"] >= 2, f"uid events not counted: {ev}")
+    finally:
+        if w:
+            w.stop()
+        d.stop()
+
+
+def case_storm(args, tmp):
+    """A fork and exec storm under a tiny CPU budget: the events' handling is
+    charged and throttled (deferred or dropped, the passes match instead),
+    and a process started after it is still matched and collapsed."""
+    true = os.path.join(tmp, "storm-true")
+    shutil.copy(shutil.which("true"), true)
+    late = copy_workload(args, tmp, "wl-late")
+    # Events may use half of 0.2%: a few dozen execs matched one by one use it up.
+    d = Daemon(args, tmp, f"[daemon]\ncpu_budget = 0.2%\n"
+               f"[rule storm]\nexe = {true}\npolicy = huge\n"
+               f"[rule late]\nexe = {late}\npolicy = huge\nmax_ms_per_pass = 1000\n")
+    w = None
+    try:
+        d.start()
+        n = 600
+        subprocess.run(["sh", "-c", f'i=0; while [ $i -lt {n} ]; do "{true}"; i=$((i+1)); done'],
+                       check=True, timeout=300)
+        ev = d.status().get("events", {})
+        check(ev.get("execs", 0) >= n // 2, f"exec events not counted: {ev}")
+        check(ev.get("deferred_drains", 0) + ev.get("dropped_drains", 0) > 0,
+              f"{n} execs under a 0.1% events budget, none deferred or dropped: {ev}")
+        check(ev.get("cpu_seconds", 0) > 0, f"the events' CPU not charged: {ev}")
+        # Matched by a pass, throttled or not.
+        w = Workload(late, 32)
+        check(wait_for(lambda: any(p["pid"] == w.pid for p in d.status()["processes"]), 5),
+              "a process started after the storm not matched within 5 s")
+        check(wait_for(lambda: w.huge() >= 0.9 * w.len, 60, 0.2),
+              f"after the storm: {w.huge() // MIB} of {w.len // MIB} MiB huge")
+        print(f"storm of {n} execs: {ev}")
     finally:
         if w:
             w.stop()

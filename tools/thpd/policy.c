@@ -21,6 +21,7 @@
 #define FAILURES_CAP 32
 #define MAX_BACKOFF 64
 #define CATCHUP_GAP_NS (50ULL * 1000000ULL)
+#define EVENTS_BURST_S 5.0
 
 const int thpd_errnos[THPD_NERRNO - 1] = { EAGAIN, EBUSY, ENOMEM, EINVAL, EPERM };
 
@@ -223,6 +224,7 @@ void thpd_pass(struct thpd_state *st)
 	size_t ncand = 0, cap = 0;
 	uint64_t cpu, wall, t0 = thpd_mono_ns();
 	double rate, maxb;
+	bool by_event = st->early_by_event;
 
 	/* The budget: every CPU second the daemon used counts against it,
 	 * earned at the steady rate, or the catch-up rate while the last pass
@@ -242,6 +244,11 @@ void thpd_pass(struct thpd_state *st)
 		st->bucket_s = maxb;
 	if (st->bucket_s < -1.0)
 		st->bucket_s = -1.0;
+	/* Exec and exit events, and the early passes they ask for, may use
+	 * half the steady budget, in bursts of EVENTS_BURST_S of it (a batch
+	 * of services starting): beyond it they are matched by the passes. */
+	st->early_by_event = false;
+	thpd_scan_budget(st->scan, st->cfg.cpu_budget / 2, st->cfg.cpu_budget / 2 * EVENTS_BURST_S);
 	st->catchup = false;
 	st->pass_collapse_ns = 0;
 	st->pass_sizes_ns = 0;
@@ -356,6 +363,8 @@ void thpd_pass(struct thpd_state *st)
 	st->last_wall_ns = thpd_mono_ns();
 	/* The rest of this pass's CPU counts against the budget too. */
 	st->bucket_s -= (double)(st->last_cpu_ns - cpu - st->pass_collapse_ns - st->pass_sizes_ns) / 1e9;
+	if (by_event)
+		thpd_scan_charge(st->scan, st->last_cpu_ns - cpu - st->pass_collapse_ns);
 	st->last_pass_s = (double)(st->last_wall_ns - t0) / 1e9;
 	st->passes++;
 }
