@@ -467,6 +467,51 @@ def case_user_change(args, tmp):
         d.stop()
 
 
+def case_exec_race(args, tmp):
+    """A process that execs a setuid program in the middle of a collapse: thpd
+    detects the exec after the collapse call, counts and logs it, and leaves
+    the setuid program alone from then on."""
+    exe = copy_workload(args, tmp, "wl-race")
+    suid = copy_workload(args, tmp, "wl-race-suid")
+    os.chmod(suid, 0o4755)
+    # Long collapse calls (the whole bucket, a second per pass) so that the
+    # exec, made as soon as the first extent is huge, lands inside one.
+    conf = (f"[daemon]\ncatchup_budget = 100%\n"
+            f"[rule race]\nexe = {tmp}/wl-race*\npolicy = huge\nmax_ms_per_pass = 1000\n"
+            "max_bytes_per_pass = 1G\n")
+    tries = []
+    for attempt in range(3):
+        w = None
+        d = Daemon(args, tmp, conf, name=f"thpd{attempt}")
+        try:
+            w = Workload(exe, 512)
+            w.p.stdin.write(f"exec_on_huge {suid} 16\n")
+            w.p.stdin.flush()
+            d.start()
+            words = w.p.stdout.readline().split()
+            check(words and words[0] == "ready", f"the setuid program did not start: {words}")
+            check(wait_for(lambda: os.readlink(f"/proc/{w.pid}/exe") == suid, 10), "no exec")
+            d.wait_passes(3)
+            ev = d.status().get("events", {})
+            tries.append(ev.get("exec_during_collapse", 0))
+            if tries[-1]:
+                check(f"process {w.pid} (wl-race): exec'd during a collapse (rule race)" in d.logtext(),
+                      f"not logged: {d.logtext()}")
+                # The new program is a setuid one: left alone after the exec.
+                huge = rollup(w.pid)["AnonHugePages"]
+                d.wait_passes(3)
+                check(rollup(w.pid)["AnonHugePages"] == huge, "the setuid program collapsed after the exec")
+                check(f"process {w.pid} (wl-race-suid): a setuid/setgid program" in d.logtext(),
+                      f"setuid skip not logged: {d.logtext()}")
+                print(f"exec during a collapse detected on try {attempt + 1}: {ev}")
+                return 0
+        finally:
+            if w:
+                w.stop()
+            d.stop()
+    raise Fail(f"no exec detected during a collapse in 3 tries: {tries}")
+
+
 def case_storm(args, tmp):
     """A fork and exec storm under a tiny CPU budget: the events' handling is
     charged and throttled (deferred or dropped, the passes match instead),

@@ -7,7 +7,8 @@
  * commands on stdin:
  * "check" (contents unchanged?), "prctl" (PR_GET_THP_DISABLE), "where",
  * "setresuid R E S" (no exec), "grow N" (N MiB more, aligned and touched:
- * "grown ADDR LEN").
+ * "grown ADDR LEN"), "exec_on_huge PATH N" (exec PATH N once some of this
+ * memory is huge).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -90,6 +91,27 @@ int main(int argc, char **argv)
 					a[i] = 1;
 				printf("grown %p %zu\n", (void *)a, n);
 			}
+		} else if (!strncmp(line, "exec_on_huge ", 13)) {
+			/* Exec PATH N as soon as a collapse has begun in this process:
+			 * the next MADV_COLLAPSE calls of the same pass find the new program. */
+			char *path = strtok(line + 13, " \n"), *arg = strtok(NULL, " \n");
+			char buf[4096];
+
+			for (;;) {
+				FILE *f = fopen("/proc/self/smaps_rollup", "r");
+				size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+				const char *h;
+
+				if (f)
+					fclose(f);
+				buf[n] = '\0';
+				h = strstr(buf, "\nAnonHugePages:");
+				if (!path || !arg || !h || strtoul(h + 15, NULL, 10) > 0)
+					break;
+			}
+			if (path && arg)
+				execl(path, path, arg, (char *)NULL);
+			printf("exec failed\n");
 		} else if (!strncmp(line, "prctl", 5)) {
 			printf("thp_disable %d\n", prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
 		} else {

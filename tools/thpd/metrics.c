@@ -424,14 +424,16 @@ char *thpd_json_text(const struct thpd_state *st, size_t *len)
 
 		/* The proc connector's events and what their budget made of them. */
 		bprintf(&b, "],\"events\":{\"execs\":%llu,\"uid_changes\":%llu,\"deferred_drains\":%llu,"
-			    "\"dropped_drains\":%llu,\"cpu_seconds\":%.6f,\"mode\":\"%s\"}",
+			    "\"dropped_drains\":%llu,\"cpu_seconds\":%.6f,\"mode\":\"%s\","
+			    "\"exec_during_collapse\":%llu}",
 			(unsigned long long)ev->execs, (unsigned long long)ev->uids,
 			(unsigned long long)ev->deferred_drains, (unsigned long long)ev->drops,
 			(double)ev->cpu_ns / 1e9,
 			!thpd_scan_has_connector(st->scan)		 ? "none"
 			: thpd_scan_mode(st->scan) == THPD_EVENTS_HANDLE ? "handle"
 			: thpd_scan_mode(st->scan) == THPD_EVENTS_DEFER	 ? "defer"
-									 : "drop");
+									 : "drop",
+			(unsigned long long)st->exec_races);
 	}
 	bprintf(&b, ",\"daemon\":{\"folio_source\":\"%s\",\"pid\":%d,\"cpu_seconds\":%.6f,\"passes\":%llu,"
 		    "\"last_pass_seconds\":%.6f,\"rss_bytes\":%llu}}\n",

@@ -176,6 +176,7 @@ struct thpd_state {
 	bool catchup;
 	bool early;	     /* a pass is wanted before the interval is over */
 	bool early_by_event; /* an event asked for it: its CPU is the events' */
+	uint64_t exec_races; /* execs detected during a collapse (policy.c) */
 	uint64_t work_left;  /* collapsible bytes the last pass left for lack of budget */
 	uint64_t pass_collapse_ns;
 	uint64_t pass_sizes_ns; /* CPU of this pass's folio size reads, charged as they happen */
