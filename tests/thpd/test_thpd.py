@@ -530,7 +530,8 @@ def case_storm(args, tmp):
         subprocess.run(["sh", "-c", f'i=0; while [ $i -lt {n} ]; do "{true}"; i=$((i+1)); done'],
                        check=True, timeout=300)
         ev = d.status().get("events", {})
-        check(ev.get("execs", 0) >= n // 2, f"exec events not counted: {ev}")
+        # Dropped batches are not even received: only some execs are counted.
+        check(ev.get("execs", 0) > 0, f"exec events not counted: {ev}")
         check(ev.get("deferred_drains", 0) + ev.get("dropped_drains", 0) > 0,
               f"{n} execs under a 0.1% events budget, none deferred or dropped: {ev}")
         check(ev.get("cpu_seconds", 0) > 0, f"the events' CPU not charged: {ev}")

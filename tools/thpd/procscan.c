@@ -15,6 +15,9 @@
 
 #include "thpd.h"
 
+/* Messages read between two charges of a drain's CPU. */
+#define DRAIN_CHARGE_EVERY 32
+
 struct thpd_scan {
 	int nl; /* the connector socket, -1 without */
 	/* The events' own CPU budget: a bucket in CPU seconds filled at @rate
@@ -142,6 +145,7 @@ int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 		    void (*on_exit)(void *, pid_t), void *arg)
 {
 	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+	bool deferred = false;
 	uint64_t c0;
 	int lost = 0;
 
@@ -155,10 +159,27 @@ int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 		return 1;
 	}
 	c0 = thpd_cpu_ns();
-	for (;;) {
-		ssize_t n = recv(s->nl, buf, sizeof(buf), 0);
+	for (unsigned since = 0;; since++) {
 		struct nlmsghdr *nh;
+		ssize_t n;
 
+		/* A long backlog is charged as it is read: the budget can run
+		 * out in the middle of it. */
+		if (since == DRAIN_CHARGE_EVERY) {
+			uint64_t c1 = thpd_cpu_ns();
+
+			since = 0;
+			thpd_scan_charge(s, c1 - c0);
+			c0 = c1;
+			refill(s);
+			if (s->mode == THPD_EVENTS_DROP) {
+				s->stats.drops++;
+				lost = 1;
+				break;
+			}
+		}
+		deferred |= s->mode == THPD_EVENTS_DEFER;
+		n = recv(s->nl, buf, sizeof(buf), 0);
 		if (n < 0) {
 			/* ENOBUFS: events were lost; the next /proc walk finds what they said. */
 			if (errno == ENOBUFS)
@@ -195,7 +216,7 @@ int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 			}
 		}
 	}
-	if (s->mode == THPD_EVENTS_DEFER)
+	if (deferred)
 		s->stats.deferred_drains++;
 	thpd_scan_charge(s, thpd_cpu_ns() - c0);
 	return lost;
