@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <linux/cn_proc.h>
@@ -37,6 +38,11 @@ static int connector_open(void)
 		struct cn_msg cn;
 		enum proc_cn_mcast_op op;
 	} __attribute__((packed)) req;
+	struct {
+		struct nlmsghdr nh;
+		struct cn_msg cn;
+		uint32_t op, events;
+	} __attribute__((packed)) filt;
 	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR);
 
 	if (fd < 0)
@@ -53,6 +59,19 @@ static int connector_open(void)
 	req.op = PROC_CN_MCAST_LISTEN;
 	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
 		goto fail;
+	/* Linux 6.6 and later take the events wanted in a second word (struct
+	 * proc_input): forks, every thread's among them, and the others are
+	 * then not even queued.  Earlier kernels ignore a message of this
+	 * length, and the one above keeps every event coming. */
+	memset(&filt, 0, sizeof(filt));
+	filt.nh = req.nh;
+	filt.nh.nlmsg_len = sizeof(filt);
+	filt.cn = req.cn;
+	filt.cn.len = sizeof(filt.op) + sizeof(filt.events);
+	filt.op = PROC_CN_MCAST_LISTEN;
+	filt.events = (uint32_t)PROC_EVENT_EXEC | (uint32_t)PROC_EVENT_UID | (uint32_t)PROC_EVENT_EXIT;
+	if (send(fd, &filt, sizeof(filt), 0) != (ssize_t)sizeof(filt))
+		thpd_log(LOG_DEBUG, "proc connector: no event filter: %s", strerror(errno));
 	return fd;
 fail:
 	close(fd);
