@@ -494,6 +494,124 @@ def case_user(args, tmp):
         d.stop()
 
 
+def case_user_change(args, tmp):
+    """A process that changes its uid without exec is matched again: the rule
+    of its new user acts on it, the rule of its old one no longer."""
+    os.chmod(tmp, 0o755)
+    exe = copy_workload(args, tmp, "wl-setuid")
+    w = None
+    d = Daemon(args, tmp, f"[rule nobody]\nexe = {exe}\nuser = 65534\npolicy = huge\n"
+               "max_ms_per_pass = 1000\n")
+
+    def listed():
+        return any(p["pid"] == w.pid and p["rule"] == "nobody" for p in d.status()["processes"])
+    try:
+        w = Workload(exe, 32)
+        d.start()
+        d.wait_passes(3)
+        check(not listed() and w.huge() == 0, "a root process matched by a user = 65534 rule")
+        # Saved uid 0: it can come back below.
+        check(w.cmd("setresuid 65534 65534 0") == "uid 65534", "setresuid to 65534")
+        check(wait_for(listed, 5), f"not matched within 5 s after setresuid(65534): {d.status()['processes']}")
+        check(wait_for(lambda: w.huge() >= 0.9 * w.len, 60, 0.2),
+              f"after setresuid(65534): {w.huge() // MIB} of {w.len // MIB} MiB huge")
+        check(w.cmd("setresuid 0 0 0") == "uid 0", "setresuid back to 0")
+        check(wait_for(lambda: not listed(), 5), "still matched 5 s after setresuid(0)")
+        before = rollup(w.pid)["AnonHugePages"]
+        check(w.cmd("grow 32").startswith("grown "), "grow")
+        d.wait_passes(5)
+        after = rollup(w.pid)["AnonHugePages"]
+        check(after == before, f"collapsed under the old user's rule: AnonHugePages {before} -> {after}")
+        check(w.cmd("check") == "ok 0", "contents changed")
+        ev = d.status()["events"]
+        check(ev["uid_changes"] >= 2, f"uid events not counted: {ev}")
+    finally:
+        if w:
+            w.stop()
+        d.stop()
+
+
+def case_exec_race(args, tmp):
+    """A process that execs a setuid program in the middle of a collapse: thpd
+    detects the exec after the collapse call, counts and logs it, and leaves
+    the setuid program alone from then on."""
+    exe = copy_workload(args, tmp, "wl-race")
+    suid = copy_workload(args, tmp, "wl-race-suid")
+    os.chmod(suid, 0o4755)
+    # Long collapse calls (the whole bucket, a second per pass) so that the
+    # exec, made as soon as the first extent is huge, lands inside one.
+    conf = (f"[daemon]\ncatchup_budget = 100%\n"
+            f"[rule race]\nexe = {tmp}/wl-race*\npolicy = huge\nmax_ms_per_pass = 1000\n"
+            "max_bytes_per_pass = 1G\n")
+    tries = []
+    for attempt in range(3):
+        w = None
+        d = Daemon(args, tmp, conf, name=f"thpd{attempt}")
+        try:
+            w = Workload(exe, 512)
+            w.p.stdin.write(f"exec_on_huge {suid} 16\n")
+            w.p.stdin.flush()
+            d.start()
+            words = w.p.stdout.readline().split()
+            check(words and words[0] == "ready", f"the setuid program did not start: {words}")
+            check(wait_for(lambda: os.readlink(f"/proc/{w.pid}/exe") == suid, 10), "no exec")
+            d.wait_passes(3)
+            ev = d.status().get("events", {})
+            tries.append(ev.get("exec_during_collapse", 0))
+            if tries[-1]:
+                check(f"process {w.pid} (wl-race): exec'd during a collapse (rule race)" in d.logtext(),
+                      f"not logged: {d.logtext()}")
+                # The new program is a setuid one: left alone after the exec.
+                huge = rollup(w.pid)["AnonHugePages"]
+                d.wait_passes(3)
+                check(rollup(w.pid)["AnonHugePages"] == huge, "the setuid program collapsed after the exec")
+                check(f"process {w.pid} (wl-race-suid): a setuid/setgid program" in d.logtext(),
+                      f"setuid skip not logged: {d.logtext()}")
+                print(f"exec during a collapse detected on try {attempt + 1}: {ev}")
+                return 0
+        finally:
+            if w:
+                w.stop()
+            d.stop()
+    raise Fail(f"no exec detected during a collapse in 3 tries: {tries}")
+
+
+def case_storm(args, tmp):
+    """A fork and exec storm under a tiny CPU budget: the events' handling is
+    charged and throttled (deferred or dropped, the passes match instead),
+    and a process started after it is still matched and collapsed."""
+    true = os.path.join(tmp, "storm-true")
+    shutil.copy(shutil.which("true"), true)
+    late = copy_workload(args, tmp, "wl-late")
+    # Events may use half of 0.2%: a few dozen execs matched one by one use it up.
+    d = Daemon(args, tmp, f"[daemon]\ncpu_budget = 0.2%\n"
+               f"[rule storm]\nexe = {true}\npolicy = huge\n"
+               f"[rule late]\nexe = {late}\npolicy = huge\nmax_ms_per_pass = 1000\n")
+    w = None
+    try:
+        d.start()
+        n = 600
+        subprocess.run(["sh", "-c", f'i=0; while [ $i -lt {n} ]; do "{true}"; i=$((i+1)); done'],
+                       check=True, timeout=300)
+        ev = d.status().get("events", {})
+        # Dropped batches are not even received: only some execs are counted.
+        check(ev.get("execs", 0) > 0, f"exec events not counted: {ev}")
+        check(ev.get("deferred_drains", 0) + ev.get("dropped_drains", 0) > 0,
+              f"{n} execs under a 0.1% events budget, none deferred or dropped: {ev}")
+        check(ev.get("cpu_seconds", 0) > 0, f"the events' CPU not charged: {ev}")
+        # Matched by a pass, throttled or not.
+        w = Workload(late, 32)
+        check(wait_for(lambda: any(p["pid"] == w.pid for p in d.status()["processes"]), 5),
+              "a process started after the storm not matched within 5 s")
+        check(wait_for(lambda: w.huge() >= 0.9 * w.len, 60, 0.2),
+              f"after the storm: {w.huge() // MIB} of {w.len // MIB} MiB huge")
+        print(f"storm of {n} execs: {ev}")
+    finally:
+        if w:
+            w.stop()
+        d.stop()
+
+
 def case_inject(args, tmp):
     exe = copy_workload(args, tmp, "wl-inj")
     w = None

@@ -6,9 +6,11 @@
  * mappings (alternating protections, so that they stay apart), then
  * commands on stdin:
  * "check" (contents unchanged?), "prctl" (PR_GET_THP_DISABLE), "where",
- * "eintr" (with "epoll" as the third argument: how often the main thread's
- * epoll_wait() on an empty set failed with EINTR; the commands are then
- * read by a second thread).
+ * "setresuid R E S" (no exec), "grow N" (N MiB more, aligned and touched:
+ * "grown ADDR LEN"), "exec_on_huge PATH N" (exec PATH N once some of this
+ * memory is huge), "eintr" (with "epoll" as the third argument: how often
+ * the main thread's epoll_wait() on an empty set failed with EINTR; the
+ * commands are then read by a second thread).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,6 +23,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #define EXTENT (2UL << 20)
 
@@ -28,11 +31,11 @@ static uint64_t *p;
 static size_t len;
 static atomic_ulong eintrs;
 
-static void *commands(void *arg)
+static void *commands(void *unused)
 {
 	char line[64];
 
-	(void)arg;
+	(void)unused;
 	while (fgets(line, sizeof(line), stdin)) {
 		if (!strncmp(line, "check", 5)) {
 			size_t bad = 0;
@@ -41,6 +44,48 @@ static void *commands(void *arg)
 				if (p[i] != (i % 512 ? 0 : i * 2654435761u + 1))
 					bad++;
 			printf("%s %zu\n", bad ? "bad" : "ok", bad);
+		} else if (!strncmp(line, "setresuid ", 10)) {
+			unsigned r, e, s;
+
+			if (sscanf(line + 10, "%u %u %u", &r, &e, &s) == 3 && setresuid(r, e, s) == 0)
+				printf("uid %u\n", r);
+			else
+				printf("setresuid failed\n");
+		} else if (!strncmp(line, "grow ", 5)) {
+			size_t n = strtoul(line + 5, NULL, 10) << 20;
+			uint8_t *g = mmap(NULL, n + EXTENT, PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+			if (!n || g == MAP_FAILED) {
+				printf("grow failed\n");
+			} else {
+				uint8_t *a = (uint8_t *)(((uintptr_t)g + EXTENT - 1) & ~(EXTENT - 1));
+
+				for (size_t i = 0; i < n; i += 4096)
+					a[i] = 1;
+				printf("grown %p %zu\n", (void *)a, n);
+			}
+		} else if (!strncmp(line, "exec_on_huge ", 13)) {
+			/* Exec PATH N as soon as a collapse has begun in this process:
+			 * the next MADV_COLLAPSE calls of the same pass find the new program. */
+			char *path = strtok(line + 13, " \n"), *arg = strtok(NULL, " \n");
+			char buf[4096];
+
+			for (;;) {
+				FILE *f = fopen("/proc/self/smaps_rollup", "r");
+				size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+				const char *h;
+
+				if (f)
+					fclose(f);
+				buf[n] = '\0';
+				h = strstr(buf, "\nAnonHugePages:");
+				if (!path || !arg || !h || strtoul(h + 15, NULL, 10) > 0)
+					break;
+			}
+			if (path && arg)
+				execl(path, path, arg, (char *)NULL);
+			printf("exec failed\n");
 		} else if (!strncmp(line, "prctl", 5)) {
 			printf("thp_disable %d\n", prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
 		} else if (!strncmp(line, "eintr", 5)) {

@@ -466,10 +466,27 @@ static char *json_text(const struct thpd_state *st, bool per_process, size_t *le
 			folio_json(&b, st, v[i]->folio_base, v[i]->folio_bytes);
 		bprintf(&b, "}");
 	}
-	bprintf(&b, "%s\"daemon\":{\"folio_source\":\"%s\",\"pid\":%d,\"cpu_seconds\":%.6f,\"passes\":%llu,"
+	{
+		const struct thpd_scan_stats *ev = thpd_scan_stats(st->scan);
+
+		/* The proc connector's events and what their budget made of them. */
+		bprintf(&b, "%s\"events\":{\"execs\":%llu,\"uid_changes\":%llu,\"deferred_drains\":%llu,"
+			    "\"dropped_drains\":%llu,\"cpu_seconds\":%.6f,\"mode\":\"%s\","
+			    "\"exec_during_collapse\":%llu}",
+			per_process ? "]," : ",",
+			(unsigned long long)ev->execs, (unsigned long long)ev->uids,
+			(unsigned long long)ev->deferred_drains, (unsigned long long)ev->drops,
+			(double)ev->cpu_ns / 1e9,
+			!thpd_scan_has_connector(st->scan)		 ? "none"
+			: thpd_scan_mode(st->scan) == THPD_EVENTS_HANDLE ? "handle"
+			: thpd_scan_mode(st->scan) == THPD_EVENTS_DEFER	 ? "defer"
+									 : "drop",
+			(unsigned long long)st->exec_races);
+	}
+	bprintf(&b, ",\"daemon\":{\"folio_source\":\"%s\",\"pid\":%d,\"cpu_seconds\":%.6f,\"passes\":%llu,"
 		    "\"last_pass_seconds\":%.6f,\"rss_bytes\":%llu}}\n",
-		per_process ? "]," : ",", st->folio_source < 0 ? "unknown" : st->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS ? "kpageflags"
-															     : "none",
+		st->folio_source < 0 ? "unknown" : st->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS ? "kpageflags"
+												   : "none",
 		(int)getpid(), (double)thpd_cpu_ns() / 1e9, (unsigned long long)st->passes,
 		st->last_pass_s, (unsigned long long)thpd_rss_bytes());
 	free(v);

@@ -5,10 +5,13 @@
  * with the highest expected gain; then the totals by rule.
  */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +24,7 @@
 #define FAILURES_CAP 32
 #define MAX_BACKOFF 64
 #define CATCHUP_GAP_NS (50ULL * 1000000ULL)
+#define EVENTS_BURST_S 5.0
 
 const int thpd_errnos[THPD_NERRNO - 1] = { EAGAIN, EBUSY, ENOMEM, EINVAL, EPERM };
 
@@ -76,6 +80,80 @@ uint64_t thpd_rss_bytes(void)
 }
 
 static double spend_threshold(const struct thpd_state *st);
+
+/*
+ * An exec between the setuid check and the end of a collapse: the check
+ * read one program, the later MADV_COLLAPSE calls reach the next, since
+ * process_madvise() follows the pidfd's process into its new mm and the
+ * kernel offers no call bound to one mm.  So the window is closed as far
+ * as it can be from outside: checked before the collapse and detected
+ * after it.  An open /proc/PID/mem holds the mm of its open, and a read
+ * through it finds nothing once an exec has replaced that mm; the
+ * executable's inode and auxv's AT_RANDOM and AT_ENTRY catch the exec
+ * whose old mm lives on in another process (clone(CLONE_VM)).
+ */
+struct exec_ident {
+	dev_t dev;
+	ino_t ino;
+	uint64_t at_random, at_entry;
+};
+
+static void exec_ident(pid_t pid, struct exec_ident *e)
+{
+	char path[64];
+	uint64_t aux[512];
+	struct stat sb;
+	ssize_t n = -1;
+	int fd;
+
+	memset(e, 0, sizeof(*e));
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &sb) == 0) {
+		e->dev = sb.st_dev;
+		e->ino = sb.st_ino;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, aux, sizeof(aux));
+		close(fd);
+	}
+	for (ssize_t i = 0; i + 1 < n / (ssize_t)sizeof(uint64_t); i += 2) {
+		if (aux[i] == AT_RANDOM)
+			e->at_random = aux[i + 1];
+		else if (aux[i] == AT_ENTRY)
+			e->at_entry = aux[i + 1];
+		else if (aux[i] == AT_NULL)
+			break;
+	}
+}
+
+static int mm_anchor(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* @p exec'd since @anchor was opened and @before read; an exit is no exec. */
+static bool exec_since(const struct thpd_proc *p, int anchor, const struct exec_ident *before)
+{
+	struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
+	struct exec_ident now;
+	char c;
+
+	/* Readable pidfd: the process has exited, and its mm with it. */
+	if (poll(&pfd, 1, 0) == 1)
+		return false;
+	/* A live mm reads as EIO at address 0 (nothing mapped), a replaced one as EOF. */
+	if (anchor >= 0 && pread(anchor, &c, 1, 0) == 0)
+		return true;
+	exec_ident(p->pid, &now);
+	if (poll(&pfd, 1, 0) == 1)
+		return false;
+	return memcmp(&now, before, sizeof(now)) != 0;
+}
 
 void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c)
 {
@@ -252,6 +330,7 @@ void thpd_pass(struct thpd_state *st)
 	uint64_t cpu, wall, t0 = thpd_mono_ns();
 	double rate, maxb;
 	bool stop = false;
+	bool by_event = st->early_by_event;
 
 	/* The budget: every CPU second the daemon used counts against it,
 	 * earned at the steady rate, or the catch-up rate while the last pass
@@ -271,6 +350,11 @@ void thpd_pass(struct thpd_state *st)
 		st->bucket_s = maxb;
 	if (st->bucket_s < -1.0)
 		st->bucket_s = -1.0;
+	/* Exec and exit events, and the early passes they ask for, may use
+	 * half the steady budget, in bursts of EVENTS_BURST_S of it (a batch
+	 * of services starting): beyond it they are matched by the passes. */
+	st->early_by_event = false;
+	thpd_scan_budget(st->scan, st->cfg.cpu_budget / 2, st->cfg.cpu_budget / 2 * EVENTS_BURST_S);
 	st->catchup = false;
 	st->pass_collapse_ns = 0;
 	st->pass_sizes_ns = 0;
@@ -346,8 +430,11 @@ void thpd_pass(struct thpd_state *st)
 		 * and its start time, so a matched process that has exec'd a
 		 * setuid program since looks the same to the /proc walk. */
 		if (!r->setuid) {
-			int secure = thpd_is_secure_exec(p->pid);
+			struct exec_ident before;
+			int anchor = mm_anchor(p->pid), secure;
 
+			exec_ident(p->pid, &before);
+			secure = thpd_is_secure_exec(p->pid);
 			/* Gone since the walk (a fork child that exited): nothing to say. */
 			if (secure)
 				p->skipped = true;
@@ -355,8 +442,26 @@ void thpd_pass(struct thpd_state *st)
 				thpd_log(LOG_INFO, "process %d (%s): a setuid/setgid program since an "
 						   "exec, left alone (rule %s)",
 					 (int)p->pid, p->comm, r->name);
-			if (secure)
-				continue;
+			if (!secure && exec_since(p, anchor, &before)) {
+				/* During the check: what it read may be of two programs. */
+				p->stale = true;
+				secure = 1;
+			}
+			if (!secure) {
+				collapse(st, p, r);
+				if (exec_since(p, anchor, &before)) {
+					st->exec_races++;
+					p->stale = true;
+					thpd_log(LOG_WARNING,
+						 "process %d (%s): exec'd during a collapse (rule %s): its "
+						 "last MADV_COLLAPSE calls may have reached the new program, "
+						 "which is checked again before the next",
+						 (int)p->pid, p->comm, r->name);
+				}
+			}
+			if (anchor >= 0)
+				close(anchor);
+			continue;
 		}
 		collapse(st, p, r);
 	}
@@ -398,6 +503,8 @@ void thpd_pass(struct thpd_state *st)
 	st->last_wall_ns = thpd_mono_ns();
 	/* The rest of this pass's CPU counts against the budget too. */
 	st->bucket_s -= (double)(st->last_cpu_ns - cpu - st->pass_collapse_ns - st->pass_sizes_ns) / 1e9;
+	if (by_event)
+		thpd_scan_charge(st->scan, st->last_cpu_ns - cpu - st->pass_collapse_ns);
 	st->last_pass_s = (double)(st->last_wall_ns - t0) / 1e9;
 	st->passes++;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <linux/cn_proc.h>
@@ -15,8 +16,18 @@
 
 #include "thpd.h"
 
+/* Messages read between two charges of a drain's CPU. */
+#define DRAIN_CHARGE_EVERY 32
+
 struct thpd_scan {
 	int nl; /* the connector socket, -1 without */
+	/* The events' own CPU budget: a bucket in CPU seconds filled at @rate
+	 * of wall time up to @cap_s, drained by the CPU of every drain and of
+	 * the early passes the events asked for. */
+	double rate, cap_s, bucket_s;
+	uint64_t last_wall_ns;
+	int mode; /* enum thpd_events_mode of the current drain */
+	struct thpd_scan_stats stats;
 };
 
 static int connector_open(void)
@@ -27,6 +38,11 @@ static int connector_open(void)
 		struct cn_msg cn;
 		enum proc_cn_mcast_op op;
 	} __attribute__((packed)) req;
+	struct {
+		struct nlmsghdr nh;
+		struct cn_msg cn;
+		uint32_t op, events;
+	} __attribute__((packed)) filt;
 	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR);
 
 	if (fd < 0)
@@ -43,6 +59,19 @@ static int connector_open(void)
 	req.op = PROC_CN_MCAST_LISTEN;
 	if (send(fd, &req, sizeof(req), 0) != (ssize_t)sizeof(req))
 		goto fail;
+	/* Linux 6.6 and later take the events wanted in a second word (struct
+	 * proc_input): forks, every thread's among them, and the others are
+	 * then not even queued.  Earlier kernels ignore a message of this
+	 * length, and the one above keeps every event coming. */
+	memset(&filt, 0, sizeof(filt));
+	filt.nh = req.nh;
+	filt.nh.nlmsg_len = sizeof(filt);
+	filt.cn = req.cn;
+	filt.cn.len = sizeof(filt.op) + sizeof(filt.events);
+	filt.op = PROC_CN_MCAST_LISTEN;
+	filt.events = (uint32_t)PROC_EVENT_EXEC | (uint32_t)PROC_EVENT_UID | (uint32_t)PROC_EVENT_EXIT;
+	if (send(fd, &filt, sizeof(filt), 0) != (ssize_t)sizeof(filt))
+		thpd_log(LOG_DEBUG, "proc connector: no event filter: %s", strerror(errno));
 	return fd;
 fail:
 	close(fd);
@@ -56,6 +85,8 @@ struct thpd_scan *thpd_scan_open(bool want_connector)
 	if (!s)
 		return NULL;
 	s->nl = want_connector ? connector_open() : -1;
+	s->rate = s->cap_s = s->bucket_s = 0.01;
+	s->last_wall_ns = thpd_mono_ns();
 	return s;
 }
 
@@ -78,18 +109,96 @@ int thpd_scan_fd(const struct thpd_scan *s)
 	return s ? s->nl : -1;
 }
 
+void thpd_scan_budget(struct thpd_scan *s, double rate, double cap_s)
+{
+	if (!s)
+		return;
+	s->rate = rate;
+	s->cap_s = cap_s;
+	if (s->bucket_s > cap_s)
+		s->bucket_s = cap_s;
+}
+
+void thpd_scan_charge(struct thpd_scan *s, uint64_t ns)
+{
+	if (!s)
+		return;
+	s->bucket_s -= (double)ns / 1e9;
+	s->stats.cpu_ns += ns;
+	/* A debt deeper than this is never paid back: the events are dropped
+	 * long before, and a storm's end must not leave them dropped for long. */
+	if (s->bucket_s < -2 * s->cap_s)
+		s->bucket_s = -2 * s->cap_s;
+}
+
+int thpd_scan_mode(const struct thpd_scan *s)
+{
+	return s ? s->mode : THPD_EVENTS_HANDLE;
+}
+
+const struct thpd_scan_stats *thpd_scan_stats(const struct thpd_scan *s)
+{
+	static const struct thpd_scan_stats none;
+
+	return s ? &s->stats : &none;
+}
+
+/* The mode of this drain by what the bucket holds, refilled up to now. */
+static void refill(struct thpd_scan *s)
+{
+	uint64_t now = thpd_mono_ns();
+
+	s->bucket_s += s->rate * (double)(now - s->last_wall_ns) / 1e9;
+	s->last_wall_ns = now;
+	if (s->bucket_s > s->cap_s)
+		s->bucket_s = s->cap_s;
+	if (s->bucket_s > 0)
+		s->mode = THPD_EVENTS_HANDLE;
+	else if (s->bucket_s > -s->cap_s)
+		s->mode = THPD_EVENTS_DEFER;
+	else
+		s->mode = THPD_EVENTS_DROP;
+}
+
 int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 		    void (*on_exit)(void *, pid_t), void *arg)
 {
 	char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+	bool deferred = false;
+	uint64_t c0;
 	int lost = 0;
 
 	if (!s || s->nl < 0)
 		return 0;
-	for (;;) {
-		ssize_t n = recv(s->nl, buf, sizeof(buf), 0);
+	refill(s);
+	if (s->mode == THPD_EVENTS_DROP) {
+		/* Not even received: the kernel drops what the socket cannot
+		 * hold, and the next pass reads every process in /proc. */
+		s->stats.drops++;
+		return 1;
+	}
+	c0 = thpd_cpu_ns();
+	for (unsigned since = 0;; since++) {
 		struct nlmsghdr *nh;
+		ssize_t n;
 
+		/* A long backlog is charged as it is read: the budget can run
+		 * out in the middle of it. */
+		if (since == DRAIN_CHARGE_EVERY) {
+			uint64_t c1 = thpd_cpu_ns();
+
+			since = 0;
+			thpd_scan_charge(s, c1 - c0);
+			c0 = c1;
+			refill(s);
+			if (s->mode == THPD_EVENTS_DROP) {
+				s->stats.drops++;
+				lost = 1;
+				break;
+			}
+		}
+		deferred |= s->mode == THPD_EVENTS_DEFER;
+		n = recv(s->nl, buf, sizeof(buf), 0);
 		if (n < 0) {
 			/* ENOBUFS: events were lost; the next /proc walk finds what they said. */
 			if (errno == ENOBUFS)
@@ -111,13 +220,24 @@ int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 			memset(&ev, 0, sizeof(ev));
 			memcpy(&ev, cn->data, cn->len < sizeof(ev) ? cn->len : sizeof(ev));
 			if (ev.what == PROC_EVENT_EXEC &&
-			    ev.event_data.exec.process_pid == ev.event_data.exec.process_tgid)
+			    ev.event_data.exec.process_pid == ev.event_data.exec.process_tgid) {
+				s->stats.execs++;
 				on_exec(arg, ev.event_data.exec.process_pid);
-			else if (ev.what == PROC_EVENT_EXIT &&
-				 ev.event_data.exit.process_pid == ev.event_data.exit.process_tgid)
+			} else if (ev.what == PROC_EVENT_EXIT &&
+				   ev.event_data.exit.process_pid == ev.event_data.exit.process_tgid) {
 				on_exit(arg, ev.event_data.exit.process_pid);
+			} else if (ev.what == PROC_EVENT_UID) {
+				/* A new uid (setresuid() without exec) may match
+				 * other rules: read as after an exec.  glibc changes
+				 * every thread: each reports, under its tgid. */
+				s->stats.uids++;
+				on_exec(arg, ev.event_data.id.process_tgid);
+			}
 		}
 	}
+	if (deferred)
+		s->stats.deferred_drains++;
+	thpd_scan_charge(s, thpd_cpu_ns() - c0);
 	return lost;
 }
 

@@ -207,11 +207,15 @@ void thpd_consider(struct thpd_state *st, pid_t pid)
 	struct thpd_proc *p = *slot_of(st, pid);
 
 	if (p)
-		p->stale = true; /* a new program: read everything again */
+		p->stale = true; /* a new program or user: read everything again */
+	/* Over the events' budget (a fork storm): the next pass's walk reads
+	 * the stale entry, or the new PID if it still lives then. */
+	if (thpd_scan_mode(st->scan) != THPD_EVENTS_HANDLE)
+		return;
 	visit(&arg, pid);
 	p = *slot_of(st, pid);
 	if (p && p->rule >= 0 && st->cfg.rules[p->rule].policy != THPD_IGNORE)
-		st->early = true;
+		st->early = st->early_by_event = true;
 }
 
 /* Walk /proc (or the entries the connector kept true); drop the processes not seen. */

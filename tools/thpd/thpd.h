@@ -110,10 +110,28 @@ struct thpd_scan *thpd_scan_open(bool want_connector);
 void thpd_scan_close(struct thpd_scan *s);
 bool thpd_scan_has_connector(const struct thpd_scan *s);
 int thpd_scan_fd(const struct thpd_scan *s); /* -1 without the connector */
-/* Drain the connector: exec PIDs to @on_exec, exit PIDs to @on_exit; returns
- * 1 when events were lost (a /proc walk is due). */
+/* Drain the connector: exec PIDs (and those whose uid changed) to @on_exec,
+ * exit PIDs to @on_exit; returns 1 when events were lost or dropped (a full
+ * /proc walk is due).  Its CPU is charged to the events' budget. */
 int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 		    void (*on_exit)(void *, pid_t), void *arg);
+/* What the events' budget allows in the current drain. */
+enum thpd_events_mode {
+	THPD_EVENTS_HANDLE, /* each event read and matched at once */
+	THPD_EVENTS_DEFER,  /* received, entries marked, matched by the next pass */
+	THPD_EVENTS_DROP,   /* not received: the next pass reads every process */
+};
+struct thpd_scan_stats {
+	uint64_t execs, uids;	  /* events received */
+	uint64_t deferred_drains; /* drains in THPD_EVENTS_DEFER */
+	uint64_t drops;		  /* drains skipped in THPD_EVENTS_DROP */
+	uint64_t cpu_ns;	  /* charged: drains and the early passes they caused */
+};
+/* The events may use @rate of a core, with bursts up to @cap_s CPU seconds. */
+void thpd_scan_budget(struct thpd_scan *s, double rate, double cap_s);
+void thpd_scan_charge(struct thpd_scan *s, uint64_t ns);
+int thpd_scan_mode(const struct thpd_scan *s);
+const struct thpd_scan_stats *thpd_scan_stats(const struct thpd_scan *s);
 /* Call @fn for every process in /proc. */
 int thpd_scan_proc(void (*fn)(void *, pid_t), void *arg);
 /* A small /proc file whole, NUL-terminated: its length, or -1. */
@@ -166,8 +184,10 @@ struct thpd_state {
 	double bucket_s; /* CPU seconds the collapse work may still use */
 	uint64_t last_cpu_ns, last_wall_ns;
 	bool catchup;
-	bool early;	    /* a pass is wanted before the interval is over */
-	uint64_t work_left; /* collapsible bytes the last pass left for lack of budget */
+	bool early;	     /* a pass is wanted before the interval is over */
+	bool early_by_event; /* an event asked for it: its CPU is the events' */
+	uint64_t exec_races; /* execs detected during a collapse (policy.c) */
+	uint64_t work_left;  /* collapsible bytes the last pass left for lack of budget */
 	uint64_t pass_collapse_ns;
 	uint64_t pass_sizes_ns; /* CPU of this pass's folio size reads, charged as they happen */
 	double sizes_bucket_s;	/* CPU seconds folio size reads may still use */
