@@ -212,6 +212,10 @@ void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, const struct th
 /* Set the rule's never/nohuge/system policy in the process (enforce = inject). */
 void thpd_inject(struct thpd_proc *p, const struct thpd_rule *r);
 
+/* seccomp_self.c */
+/* At start and reload: warn when thpd is under seccomp and a rule reads targets' filters. */
+void thpd_seccomp_self_check(const struct thpd_state *st);
+
 /* server.c */
 struct thpd_server;
 struct thpd_server *thpd_server_open(const char *sock_path, const char *listen, char **err);
