@@ -434,13 +434,13 @@ phase_go() {
 	show_unit thp-go.service go "$since" | grep -v ' status: '
 }
 
-# thpd.service (tests/systemd/thpd_test.sh): phase_thpd.
+# thpd.service (tests/systemd/thpd_test.sh): phase_thpd, phase_thpd_seccomp.
 . /opt/libthp-vmtest/thpd_test.sh
 # The soak (tests/systemd/soak_test.sh): phase_soak, only when PHASES names it.
 . /opt/libthp-vmtest/soak_test.sh
 
 RELOAD_PLAIN=
-for phase in ${PHASES:-plain prefix_only exec agent memcached recipe example go thpd}; do
+for phase in ${PHASES:-plain prefix_only exec agent memcached recipe example go thpd thpd_seccomp}; do
 	info "phase $phase"
 	redis-cli FLUSHALL >/dev/null 2>&1
 	phase_$phase

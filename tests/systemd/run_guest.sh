@@ -99,6 +99,7 @@ THPD_HUGE_SECONDS=${THP_SYSTEMD_THPD_HUGE_SECONDS:-120}
 THPD_FILL_MIB=${THP_SYSTEMD_THPD_FILL_MIB:-500}
 SOAK_SECONDS=${THP_SYSTEMD_SOAK_SECONDS:-1800}
 SOAK_WORKLOAD=/usr/local/libexec/libthp-vmtest/soak_workload
+SECCOMP_TARGET=/usr/local/libexec/libthp-vmtest/seccomp_target
 CONF
 # A tar on a raw disk: the guest reads it from /dev/vdb (vmtest.service).
 tar -C "$work/payload" -cf "$work/payload.tar" --owner=0 --group=0 . || exit 1

@@ -332,3 +332,136 @@ phase_thpd() {
 	systemctl daemon-reload
 	systemctl reload thpd.service
 }
+
+# The seccomp_target service (seccomp_target.c: under a Docker-like
+# filter) started and under its filter; its pid, or 0.
+start_seccomp_target() {
+	local pid i
+	printf '[Service]\nExecStart=%s 8\n' "$SECCOMP_TARGET" >/etc/systemd/system/seccomptest.service
+	systemctl daemon-reload
+	timeout 60 systemctl start seccomptest.service
+	for ((i = 0; i < 200; i++)); do
+		pid=$(systemctl show -P MainPID seccomptest.service)
+		[ "${pid:-0}" != 0 ] && [ "$(awk '/^Seccomp:/ {print $2}' /proc/$pid/status 2>/dev/null)" = 2 ] &&
+			{ echo "$pid"; return; }
+		sleep 0.1
+	done
+	systemctl status --no-pager seccomptest.service 2>&1 | sed 's/^/VMTEST LOG seccomptest status: /' >&2
+	echo 0
+}
+
+# Its THP_enabled and the number of its THPeligible mappings: "1 1" as it
+# starts in THP mode madvise (its 8 MiB are advised MADV_HUGEPAGE), "0 0"
+# once never is set.
+thp_state_of() { # PID
+	echo "$(awk '/^THP_enabled:/ {print $2}' /proc/$1/status 2>/dev/null)" \
+		"$(grep -c '^THPeligible: *1' /proc/$1/smaps 2>/dev/null)"
+}
+
+# The rule on the target, added once the target runs under its filter (a
+# rule that found it earlier could act before the filter is in).
+seccomp_rule_on() {
+	printf '[rule seccomptest]\ncgroup = system.slice/seccomptest.service\npolicy = never\nenforce = inject\n' \
+		>/etc/thpd.d/70-seccomp.conf
+	systemctl reload thpd.service
+}
+
+# enforce = inject against a process under a Docker-like seccomp filter,
+# by thpd as its shipped unit runs it.  The unit must put no filter on
+# thpd: the kernel refuses PTRACE_SECCOMP_GET_FILTER to a caller under
+# seccomp, and the inject backend calls no process whose filter it cannot
+# read.  Then the filters of the unit before this change (a drop-in): the
+# target is left alone, and thpd says why at the reload.  Bounds are for
+# a loaded CI machine; the latency is reported.
+phase_thpd_seccomp() {
+	local since main mode pid t first st said i dropin=/etc/systemd/system/thpd.service.d
+	if [ -z "${THPD:-}" ] || [ ! -x "$THPD" ] || [ ! -x "${SECCOMP_TARGET:-}" ]; then
+		info "thpd_seccomp: [$(date +%T)] no thpd or seccomp_target in this build, not run"
+		return
+	fi
+	thpd_service_up
+	mkdir -p /etc/thpd.d
+	rm -f /etc/thpd.d/70-seccomp.conf
+	systemctl reload thpd.service
+	main=$(systemctl show -P MainPID thpd.service)
+	mode=$(awk '/^Seccomp:/ {print $2}' /proc/$main/status)
+	info "thpd_seccomp: [$(date +%T)] thpd pid $main Seccomp: $mode; $(systemctl show -p FragmentPath -p DropInPaths thpd.service | tr '\n' ' ')"
+	check thpd_unit_no_seccomp "thpd (pid $main) under its unit: Seccomp: ${mode:-?} in /proc/$main/status (want 0)" \
+		test "$mode" = 0
+
+	since=$(t0)
+	pid=$(start_seccomp_target)
+	info "thpd_seccomp: [$(date +%T)] seccomp_target pid $pid: $(grep -E '^(Seccomp|Seccomp_filters|THP_enabled):' /proc/$pid/status | tr -d '\t' | tr '\n' ' ')THPeligible mappings $(thp_state_of "$pid" | cut -d' ' -f2)"
+	st=$(thp_state_of "$pid")
+	check thpd_seccomp_target_ready "pid $pid: THP_enabled and THPeligible mappings '$st' before the rule (want 1 and at least 1)" \
+		test "$pid" != 0 -a "${st% *}" = 1 -a "${st#* }" -gt 0
+	t=$(date +%s%N)
+	seccomp_rule_on
+	first=
+	for ((i = 0; i < 200; i++)); do
+		if [ "$(thp_state_of "$pid")" = "0 0" ]; then
+			first=$((($(date +%s%N) - t) / 1000000))
+			break
+		fi
+		sleep 0.1
+	done
+	st=$(thp_state_of "$pid")
+	info "thpd_seccomp: [$(date +%T)] shipped unit: seccomp_target pid $pid: THP_enabled and THPeligible mappings '$st' ${first:-never} ms after systemctl reload"
+	journalctl -q --no-pager -o cat -u thpd.service --since "@$since" | grep -E "seccomp|rule seccomptest" |
+		sed 's/^/VMTEST LOG thpd_seccomp journal: /'
+	check thpd_seccomp_inject_set "pid $pid under a Docker-like filter: '$st' ${first:-not} within 20 s of the reload (want '0 0': never set)" \
+		test -n "$first"
+
+	# The unit before this change: its filters on thpd, by a drop-in.
+	# The target runs under its filter before thpd starts with the rule.
+	systemctl stop seccomptest.service
+	rm -f /etc/thpd.d/70-seccomp.conf
+	systemctl reload thpd.service
+	pid=$(start_seccomp_target)
+	mkdir -p $dropin
+	cat >$dropin/50-old-filters.conf <<-'CONF'
+	[Service]
+	RestrictAddressFamilies=AF_UNIX AF_NETLINK AF_INET AF_INET6
+	SystemCallArchitectures=native
+	SystemCallFilter=@system-service @debug
+	SystemCallFilter=~@privileged @mount @obsolete @cpu-emulation
+	SystemCallErrorNumber=EPERM
+	MemoryDenyWriteExecute=yes
+	CONF
+	printf '[rule seccomptest]\ncgroup = system.slice/seccomptest.service\npolicy = never\nenforce = inject\n' \
+		>/etc/thpd.d/70-seccomp.conf
+	systemctl daemon-reload
+	since=$(t0)
+	systemctl restart thpd.service
+	main=$(systemctl show -P MainPID thpd.service)
+	mode=$(awk '/^Seccomp:/ {print $2}' /proc/$main/status)
+	said=
+	for ((i = 0; i < 200; i++)); do
+		said=$(journalctl -q --no-pager -o cat -u thpd.service --since "@$since" | grep -m1 "process $pid (.*rule seccomptest: policy never")
+		[ -n "$said" ] && break
+		sleep 0.1
+	done
+	st=$(thp_state_of "$pid")
+	info "thpd_seccomp: [$(date +%T)] old filters: thpd pid $main Seccomp: $mode; seccomp_target pid $pid '$st'; thpd said: ${said:-nothing}"
+	check thpd_seccomp_old_unit_refused "thpd under a filter (Seccomp: $mode): pid $pid '$st', journal: ${said:-nothing}" \
+		test "$mode" = 2 -a "${st% *}" = 1 -a "${st#* }" -gt 0 -a -n "$said" -a -z "${said##*not set*}"
+	# The warning: once at the start, once more at a reload.
+	systemctl reload thpd.service
+	local warned
+	for ((i = 0; i < 200; i++)); do
+		warned=$(journalctl -q --no-pager -o cat -p warning -u thpd.service --since "@$since" |
+			grep 'thpd runs under seccomp' | grep -c 'seccomptest (enforce = inject)')
+		[ "$warned" -ge 2 ] && break
+		sleep 0.1
+	done
+	journalctl -q --no-pager -o cat -u thpd.service --since "@$since" | grep -E "seccomp|rule seccomptest" |
+		sed 's/^/VMTEST LOG thpd_seccomp old filters journal: /'
+	check thpd_seccomp_self_warning "$warned warnings naming rule seccomptest at the start and a reload (want 2)" \
+		test "$warned" -ge 2
+
+	systemctl stop seccomptest.service
+	rm -f /etc/thpd.d/70-seccomp.conf /etc/systemd/system/seccomptest.service $dropin/50-old-filters.conf
+	rmdir --ignore-fail-on-non-empty $dropin
+	systemctl daemon-reload
+	systemctl restart thpd.service
+}
