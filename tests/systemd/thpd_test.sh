@@ -85,6 +85,17 @@ within_1pct() { # A B
 	[ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= b / 100) }'
 }
 
+# Run COMMAND every 0.1 s until it succeeds, for at most SECONDS by the
+# clock (a bound for a loaded CI machine, whatever a round costs).
+wait_for() { # SECONDS COMMAND...
+	local end=$(($(date +%s) + $1))
+	shift
+	until "$@"; do
+		[ "$(date +%s)" -ge "$end" ] && return 1
+		sleep 0.1
+	done
+}
+
 # The fewest fds PID holds over 2 s, pidfds not counted: a request holds
 # its client socket for a moment, and thpd holds a pidfd for each matched
 # process, whose number changes with the targets (Redis forks a BGSAVE
@@ -227,11 +238,8 @@ phase_thpd() {
 	systemctl reload thpd.service
 	local said
 	# systemctl reload returns once SIGHUP is sent: wait for the answer.
-	for ((i = 0; i < 200; i++)); do
-		said=$(journalctl -q --no-pager -o cat -p err -u thpd.service --since "@$since" | grep -m1 '60-late.conf:3')
-		[ -n "$said" ] && break
-		sleep 0.1
-	done
+	wait_for 20 eval 'journalctl -q --no-pager -o cat -p err -u thpd.service --since "@$since" | grep -q "60-late.conf:3"'
+	said=$(journalctl -q --no-pager -o cat -p err -u thpd.service --since "@$since" | grep -m1 '60-late.conf:3')
 	info "thpd: [$(date +%T)] broken file: journal (err): ${said:-nothing}"
 	check thpd_reload_broken_logged "no 'FILE:LINE' error in the journal" test -n "$said"
 	check thpd_reload_broken_active "thpd $(systemctl show -P ActiveState thpd.service) after the broken reload" \
@@ -340,12 +348,11 @@ start_seccomp_target() {
 	printf '[Service]\nExecStart=%s 8\n' "$SECCOMP_TARGET" >/etc/systemd/system/seccomptest.service
 	systemctl daemon-reload
 	timeout 60 systemctl start seccomptest.service
-	for ((i = 0; i < 200; i++)); do
-		pid=$(systemctl show -P MainPID seccomptest.service)
-		[ "${pid:-0}" != 0 ] && [ "$(awk '/^Seccomp:/ {print $2}' /proc/$pid/status 2>/dev/null)" = 2 ] &&
-			{ echo "$pid"; return; }
-		sleep 0.1
-	done
+	if wait_for 20 eval 'pid=$(systemctl show -P MainPID seccomptest.service);
+		[ "$(awk "/^Seccomp:/ {print \$2}" /proc/${pid:-0}/status 2>/dev/null)" = 2 ]'; then
+		echo "$pid"
+		return
+	fi
 	systemctl status --no-pager seccomptest.service 2>&1 | sed 's/^/VMTEST LOG seccomptest status: /' >&2
 	echo 0
 }
@@ -398,13 +405,7 @@ phase_thpd_seccomp() {
 	t=$(date +%s%N)
 	seccomp_rule_on
 	first=
-	for ((i = 0; i < 200; i++)); do
-		if [ "$(thp_state_of "$pid")" = "0 0" ]; then
-			first=$((($(date +%s%N) - t) / 1000000))
-			break
-		fi
-		sleep 0.1
-	done
+	wait_for 20 eval '[ "$(thp_state_of "$pid")" = "0 0" ]' && first=$((($(date +%s%N) - t) / 1000000))
 	st=$(thp_state_of "$pid")
 	info "thpd_seccomp: [$(date +%T)] shipped unit: seccomp_target pid $pid: THP_enabled and THPeligible mappings '$st' ${first:-never} ms after systemctl reload"
 	journalctl -q --no-pager -o cat -u thpd.service --since "@$since" | grep -E "seccomp|rule seccomptest" |
@@ -435,12 +436,8 @@ phase_thpd_seccomp() {
 	systemctl restart thpd.service
 	main=$(systemctl show -P MainPID thpd.service)
 	mode=$(awk '/^Seccomp:/ {print $2}' /proc/$main/status)
-	said=
-	for ((i = 0; i < 200; i++)); do
-		said=$(journalctl -q --no-pager -o cat -u thpd.service --since "@$since" | grep -m1 "process $pid (.*rule seccomptest: policy never")
-		[ -n "$said" ] && break
-		sleep 0.1
-	done
+	wait_for 20 eval 'said=$(journalctl -q --no-pager -o cat -u thpd.service --since "@$since" |
+		grep -m1 "process $pid (.*rule seccomptest: policy never"); [ -n "$said" ]'
 	st=$(thp_state_of "$pid")
 	info "thpd_seccomp: [$(date +%T)] old filters: thpd pid $main Seccomp: $mode; seccomp_target pid $pid '$st'; thpd said: ${said:-nothing}"
 	check thpd_seccomp_old_unit_refused "thpd under a filter (Seccomp: $mode): pid $pid '$st', journal: ${said:-nothing}" \
@@ -448,12 +445,8 @@ phase_thpd_seccomp() {
 	# The warning: once at the start, once more at a reload.
 	systemctl reload thpd.service
 	local warned
-	for ((i = 0; i < 200; i++)); do
-		warned=$(journalctl -q --no-pager -o cat -p warning -u thpd.service --since "@$since" |
-			grep 'thpd runs under seccomp' | grep -c 'seccomptest (enforce = inject)')
-		[ "$warned" -ge 2 ] && break
-		sleep 0.1
-	done
+	wait_for 20 eval 'warned=$(journalctl -q --no-pager -o cat -p warning -u thpd.service --since "@$since" |
+		grep "thpd runs under seccomp" | grep -c "seccomptest (enforce = inject)"); [ "$warned" -ge 2 ]'
 	journalctl -q --no-pager -o cat -u thpd.service --since "@$since" | grep -E "seccomp|rule seccomptest" |
 		sed 's/^/VMTEST LOG thpd_seccomp old filters journal: /'
 	check thpd_seccomp_self_warning "$warned warnings naming rule seccomptest at the start and a reload (want 2)" \
