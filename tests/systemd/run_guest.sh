@@ -112,10 +112,12 @@ for unit in systemd-update-utmp systemd-update-utmp-runlevel systemd-user-sessio
 	modprobe@dm_mod modprobe@fuse modprobe@loop modprobe@configfs; do
 	boot_args+=" systemd.mask=$unit.service"
 done
-# The soak phase runs for SOAK_SECONDS on top of the boot and its setup.
-qemu_timeout=900
+# A bound on the whole guest, not a latency: under TCG on a loaded 2-core
+# machine the default phases outlasted 900 s (doc/testing.md).  The soak
+# phase runs for SOAK_SECONDS on top of the boot and its setup.
+qemu_timeout=1800
 case " ${phases:-${THP_SYSTEMD_PHASES:-}} " in
-*" soak "*) qemu_timeout=$((900 + ${THP_SYSTEMD_SOAK_SECONDS:-1800})) ;;
+*" soak "*) qemu_timeout=$((1800 + ${THP_SYSTEMD_SOAK_SECONDS:-1800})) ;;
 esac
 start=$(date +%s)
 timeout "${THP_SYSTEMD_TIMEOUT:-$qemu_timeout}" qemu-system-x86_64 -accel tcg -nographic -m 4G -smp 2 \
