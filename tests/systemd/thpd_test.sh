@@ -96,6 +96,17 @@ wait_for() { # SECONDS COMMAND...
 	done
 }
 
+# thpd's anonymous and huge bytes of PID within 1% of its smaps_rollup,
+# both read now; a, h, ra and rh (the caller's) keep the figures.
+metrics_agree() { # PID
+	thpd_ask metrics >/tmp/thpd.prom
+	a=$(metric_of process_anon_bytes "$1")
+	h=$(metric_of process_huge_bytes "$1")
+	ra=$(($(awk '/^Anonymous:/ {print $2}' /proc/$1/smaps_rollup) * 1024))
+	rh=$(($(awk '/^AnonHugePages:/ {print $2}' /proc/$1/smaps_rollup) * 1024))
+	within_1pct "$a" "$ra" && within_1pct "$h" "$rh"
+}
+
 # The fewest fds PID holds over 2 s, pidfds not counted: a request holds
 # its client socket for a moment, and thpd holds a pidfd for each matched
 # process, whose number changes with the targets (Redis forks a BGSAVE
@@ -213,20 +224,19 @@ phase_thpd() {
 		set -- $pair
 		local a h ra rh before i
 		# thpd reads a process whose figures stand still every 8 passes
-		# (4 s at this interval): compare once smaps_rollup has not
-		# changed for 5 s, up to 6 times.
+		# (4 s at this interval, later when passes are late on a loaded
+		# machine): once smaps_rollup has not changed for 5 s (up to 6
+		# times), compare until thpd's figures agree, for at most 30 s.
 		for ((i = 0; i < 6; i++)); do
 			before=$(grep -E '^(Anonymous|AnonHugePages):' /proc/$2/smaps_rollup)
 			sleep 5
-			thpd_ask metrics >/tmp/thpd.prom
 			[ "$before" = "$(grep -E '^(Anonymous|AnonHugePages):' /proc/$2/smaps_rollup)" ] && break
 		done
-		a=$(metric_of process_anon_bytes "$2")
-		h=$(metric_of process_huge_bytes "$2")
-		ra=$(($(awk '/^Anonymous:/ {print $2}' /proc/$2/smaps_rollup) * 1024))
-		rh=$(($(awk '/^AnonHugePages:/ {print $2}' /proc/$2/smaps_rollup) * 1024))
-		check "thpd_metrics_$1" "anon $a vs smaps_rollup $ra, huge $h vs $rh" \
-			eval 'within_1pct "$a" "$ra" && within_1pct "$h" "$rh"'
+		local agree=no t1=$(date +%s)
+		wait_for 30 metrics_agree "$2" && agree=yes
+		info "thpd: [$(date +%T)] $1: thpd's figures against smaps_rollup: $agree after $(($(date +%s) - t1)) s"
+		check "thpd_metrics_$1" "anon $a vs smaps_rollup $ra, huge $h vs $rh (within 1% within 30 s)" \
+			test "$agree" = yes
 	done
 	$THPCTL status --daemon 2>&1 | sed 's/^/VMTEST LOG thpctl status --daemon: /'
 	check thpd_thpctl_status "thpctl status --daemon shows no redis rule" \
