@@ -130,7 +130,7 @@ def main():
     ap.add_argument("--mib", type=int, default=4)
     ap.add_argument("--gib", type=int, default=1)
     ap.add_argument("--seconds", type=int, default=60)
-    ap.add_argument("--max-ms", type=int, default=50, help="max_ms_per_pass of the rule")
+    ap.add_argument("--max-ms", type=int, default=250, help="max_ms_per_pass of the rule (the daemon's default)")
     ap.add_argument("--catchup", type=int, default=25, help="catchup_budget, percent of one core")
     ap.add_argument("what", nargs="*", default=["catchup", "steady"])
     args = ap.parse_args()

@@ -183,6 +183,7 @@ void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c)
 	/* A reload's new rules act at the next pass, not after a debt is paid. */
 	if (st->passes && st->bucket_s < spend_threshold(st))
 		st->bucket_s = spend_threshold(st);
+	thpd_seccomp_self_check(st);
 }
 
 static int by_gain(const void *a, const void *b)

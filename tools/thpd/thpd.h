@@ -261,6 +261,10 @@ enum thpd_req {
 /* @eof: the client shut down its side after these @len bytes. */
 enum thpd_req thpd_request_parse(const char *req, size_t len, bool http, bool eof);
 
+/* seccomp_self.c */
+/* At start and reload: warn when thpd is under seccomp and a rule reads targets' filters. */
+void thpd_seccomp_self_check(const struct thpd_state *st);
+
 /* server.c */
 struct thpd_server;
 struct thpd_server *thpd_server_open(const char *sock_path, const char *listen, char **err);
