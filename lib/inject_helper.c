@@ -9,7 +9,7 @@
  * clone(CLONE_VM | CLONE_VFORK) with no exit signal: the calling thread
  * is suspended (killably) until the helper exits, and the helper runs on
  * that thread's TLS meanwhile, on a small stack of its own.  It blocks
- * every signal and leaves the caller's session and process group first;
+ * every signal and leaves the caller's process group first;
  * if the caller dies, the helper still finishes the session (bounded: the
  * stop waits of inject_session.c are) and the kernel reparents and reaps
  * it.  It ends with exit_group() of its own thread group (no atexit
@@ -66,12 +66,29 @@ static int helper_main(void *arg)
 {
 	struct helper_page *p = arg;
 	unsigned long all = ~0UL;
+	struct {
+		void (*handler)(int);
+		unsigned long flags;
+		void (*restorer)(void);
+		unsigned long mask;
+	} dfl = { SIG_DFL, 0, NULL, 0 };
 	const char *d;
 
 	/* Raw, so that glibc's internal signals are blocked too: nothing may stop it half-way. */
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof(all));
-	setsid();
-	/* Its waits poll (inject_session.c): sleep no longer than asked. */
+	/*
+	 * Out of the caller's process group, so that a kill of the group
+	 * misses it; not a new session, which would be a scheduler
+	 * autogroup of its own, far behind a busy target's.
+	 */
+	setpgid(0, 0);
+	/*
+	 * Its waits sleep until SIGCHLD (inject_session.c), which a caller's
+	 * SA_NOCLDSTOP would suppress for the tracee's stops: the default
+	 * here, in the helper's own copy of the handlers.  Raw, past any
+	 * sanitizer's interceptor.
+	 */
+	syscall(SYS_rt_sigaction, SIGCHLD, &dfl, NULL, sizeof(all));
 	prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 	helper_caller = p->caller;
 	p->ret = p->fn(p->arg);
@@ -82,7 +99,12 @@ static int helper_main(void *arg)
 	}
 	helper_caller = 0;
 	__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
-	sys_exit_group(0);
+	/*
+	 * Not through a noreturn function: ASan would take this stack for a
+	 * stack switch it was not told of and warn.
+	 */
+	syscall(SYS_exit_group, 0);
+	return 0; /* not reached */
 }
 
 long inject_helper_run(long (*fn)(void *arg), void *arg)

@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +49,8 @@
  * not in this time is in vfork() (or not scheduled at all).
  */
 #define INJECT_STOP_MS 250
+/* The longest sleep between two looks at a tracee that sends no event. */
+#define WAIT_SLICE_NS (5 * 1000 * 1000L)
 
 
 /* A field of /proc/PID/task/TID/status: a number, or State's letter. */
@@ -164,14 +165,14 @@ static int inject_precheck(const struct thp_target *t, pid_t pid, pid_t tid)
  * a child we no longer trace (another thread exec()ed and took over the
  * process) is ECHILD, not a wait for its new program to end.  (In the
  * inject helper, inject_helper.c, the target is never the tracer's child.)
- * Polled with a short backoff, up to @deadline (CLOCK_MONOTONIC ns, 0:
- * none), and between polls /proc says whether an event can still come.
+ * Polled, up to @deadline (CLOCK_MONOTONIC ns, 0: none); between polls
+ * it sleeps until a SIGCHLD or WAIT_SLICE_NS, and /proc says whether an
+ * event can still come.
  * The tracee's pid, 0 at the deadline, or -1 (gone or no longer ours).
  */
 static pid_t trace_wait(struct inject_session *s, int *st, uint64_t deadline)
 {
-	long pause_ns = 10 * 1000;
-	int polls = 0;
+	bool slept = false;
 
 	for (;;) {
 		int nohang = WNOHANG;
@@ -215,29 +216,35 @@ static pid_t trace_wait(struct inject_session *s, int *st, uint64_t deadline)
 		return -1;
 wait_more: {
 		uint64_t now = deadline ? now_ns() : 0;
-		struct timespec ts = { 0, pause_ns };
+		uint64_t left = deadline ? (now < deadline ? deadline - now : 0) : WAIT_SLICE_NS;
+		struct timespec ts = { 0, 0 };
+		sigset_t chld;
 		long v = 0;
 
-		if (deadline && now >= deadline)
+		if (deadline && !left)
 			return 0;
-		if (deadline && (uint64_t)pause_ns > deadline - now)
-			ts.tv_nsec = (long)(deadline - now);
 		/*
-		 * No event, and none will come: a zombie leader whose threads
-		 * live on, or a thread an exec() in another one replaced.
+		 * Slept once and still nothing: is an event still to come?  Not
+		 * from a zombie leader whose threads live on (it never reports
+		 * to a tracer that is not its parent), nor from a thread an
+		 * exec() in another one replaced.
 		 */
-		if (status_field(s->t->pid, s->tid, "\nTracerPid:", &v) || v != (long)getpid() ||
-		    status_field(s->t->pid, s->tid, "\nState:", &v) || v == 'Z' || v == 'X') {
+		if (slept && (status_field(s->t->pid, s->tid, "\nTracerPid:", &v) ||
+			      v != (long)getpid() ||
+			      status_field(s->t->pid, s->tid, "\nState:", &v) || v == 'Z' ||
+			      v == 'X')) {
 			errno = ESRCH;
 			return -1;
 		}
-		/* The usual wait is a few microseconds: give the tracee the CPU first. */
-		if (polls++ < 8)
-			sched_yield();
-		else
-			nanosleep(&ts, NULL);
-		if (polls > 8 && pause_ns < 1000 * 1000)
-			pause_ns *= 2;
+		/*
+		 * The tracee's stops and exit send SIGCHLD to its tracer, blocked
+		 * in the inject helper (inject_helper.c): it wakes the wait.
+		 */
+		ts.tv_nsec = (long)(left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS);
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		sigtimedwait(&chld, NULL, &ts);
+		slept = true;
 	}
 	}
 }
