@@ -5,7 +5,9 @@
  * when the third argument is "huge"), optionally M more one-page
  * mappings (alternating protections, so that they stay apart), then
  * commands on stdin:
- * "check" (contents unchanged?), "prctl" (PR_GET_THP_DISABLE), "where".
+ * "check" (contents unchanged?), "prctl" (PR_GET_THP_DISABLE), "where",
+ * "vfork N" (the main thread waits in vfork() for a child that sleeps N
+ * seconds: no ptrace stop can come meanwhile; answers once it ends).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -14,8 +16,26 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #define EXTENT (2UL << 20)
+
+/* Wait in vfork() for a child that sleeps @secs s. */
+static __attribute__((noinline)) void sleep_in_vfork(long secs)
+{
+	struct timespec ts = { secs, 0 };
+	pid_t c = vfork();
+
+	if (c == 0) {
+		/* Only system calls: a vfork() child runs on its parent's stack. */
+		syscall(SYS_nanosleep, &ts, NULL);
+		syscall(SYS_exit, 0);
+	}
+	waitpid(c, NULL, 0);
+}
 
 int main(int argc, char **argv)
 {
@@ -68,6 +88,9 @@ int main(int argc, char **argv)
 			printf("%s %zu\n", bad ? "bad" : "ok", bad);
 		} else if (!strncmp(line, "prctl", 5)) {
 			printf("thp_disable %d\n", prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
+		} else if (!strncmp(line, "vfork ", 6)) {
+			sleep_in_vfork(strtol(line + 6, NULL, 10));
+			printf("vforked\n");
 		} else {
 			printf("unknown\n");
 		}
