@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,12 +66,12 @@ static __thread pid_t helper_caller;
 static int helper_main(void *arg)
 {
 	struct helper_page *p = arg;
-	unsigned long all = ~0UL;
+	uint64_t all = ~0ULL; /* the kernel's sigset_t, 64 signals on every arch */
 	struct {
 		void (*handler)(int);
 		unsigned long flags;
 		void (*restorer)(void);
-		unsigned long mask;
+		uint64_t mask;
 	} dfl = { SIG_DFL, 0, NULL, 0 };
 	const char *d;
 
