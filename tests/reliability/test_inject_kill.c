@@ -499,12 +499,73 @@ START_TEST(inject_vfork_unstoppable)
 }
 END_TEST
 
+/*
+ * The helper itself SIGKILLed (what a cgroup-wide kill or the OOM killer
+ * does): the caller, alive, gets -EIO and a detail saying the target may
+ * not have been restored.  Nothing is promised for the target then.
+ */
+START_TEST(inject_helper_killed)
+{
+	struct outcome *o = mmap(NULL, sizeof(*o), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	uint64_t t0 = now_ns_mono();
+	pid_t target, inj;
+	int st = 0;
+
+	ck_assert_ptr_ne(o, MAP_FAILED);
+	target = fork();
+	ck_assert_int_ge(target, 0);
+	if (target == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;)
+			pause();
+	}
+	inj = fork();
+	ck_assert_int_ge(inj, 0);
+	if (inj == 0) {
+		int pidfd = (int)syscall(SYS_pidfd_open, target, 0);
+
+		for (int i = 0; i < 100000; i++) {
+			THP_OPTS(thp_default_opts, d, .pidfd = pidfd,
+				 .backend = THP_BACKEND_INJECT);
+			int ret = thp_get_default(&d);
+
+			if (ret == -EIO) {
+				o->ret = ret;
+				snprintf(o->detail, sizeof(o->detail), "%s", thp_strerror_detail());
+				_exit(0);
+			}
+			if (ret != 0 && ret != -ESRCH)
+				_exit(2);
+		}
+		_exit(1);
+	}
+	while (waitpid(inj, &st, WNOHANG) == 0 && now_ns_mono() - t0 < 20000000000ull) {
+		char path[64], buf[256] = "";
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)inj, (int)inj);
+		if (read_file(path, buf, sizeof(buf)) > 0 && atoi(buf) > 0)
+			kill(atoi(buf), SIGKILL);
+	}
+	kill(inj, SIGKILL);
+	waitpid(inj, &st, 0);
+	kill(target, SIGKILL);
+	waitpid(target, NULL, 0);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		      "the caller never saw -EIO for a killed helper (status %#x)", st);
+	ck_assert_msg(strstr(o->detail, "was killed before it finished"), "detail: %s", o->detail);
+	printf("inject_helper_killed: %d (%s)\n", o->ret, o->detail);
+	munmap(o, sizeof(*o));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("inject_kill");
 	TCase *tc = tcase_create("inject_vfork");
 
 	tcase_add_test(tc, inject_vfork_unstoppable);
+	tcase_add_test(tc, inject_helper_killed);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("inject_kill");
