@@ -3,12 +3,14 @@
  * Backend: make another process issue madvise() itself, as a debugger's
  * "call" does, through an inject session (inject_session.c).  Opt-in only
  * (a forced backend): it pauses the target and needs ptrace rights.
+ * Each request runs in a helper process (inject_helper.c).
  * x86_64 targets only.
  */
 #include <errno.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include "inject_helper.h"
 #include "inject_session.h"
 #include "internal.h"
 
@@ -26,10 +28,21 @@ static int inject_can_apply(const struct thp_caps *c, const struct thp_target *t
 	return 0;
 }
 
-static long inject_apply_vec(const struct thp_target *t, const struct iovec *iov, size_t n,
-			     int advice)
+/* One request: its arguments, for the helper process (inject_helper.c) that runs it. */
+struct apply_req {
+	const struct thp_target *t;
+	const struct iovec *iov;
+	size_t n;
+	int advice;
+};
+
+static long apply_session(void *arg)
 {
-	const iovec_alias *v = (const iovec_alias *)iov;
+	const struct apply_req *q = arg;
+	const struct thp_target *t = q->t;
+	const iovec_alias *v = (const iovec_alias *)q->iov;
+	size_t n = q->n;
+	int advice = q->advice;
 	struct inject_session s;
 	long done = 0, ret = 0;
 	size_t ok = n;
@@ -67,6 +80,14 @@ static long inject_apply_vec(const struct thp_target *t, const struct iovec *iov
 	if (err)
 		return done ? done : err;
 	return done ? done : ret;
+}
+
+static long inject_apply_vec(const struct thp_target *t, const struct iovec *iov, size_t n,
+			     int advice)
+{
+	struct apply_req q = { t, iov, n, advice };
+
+	return inject_helper_run(apply_session, &q);
 }
 
 const struct thp_backend_ops backend_inject_ops = {

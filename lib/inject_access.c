@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "compat.h"
+#include "inject_helper.h"
 #include "inject_access.h"
 #include "internal.h"
 #include "seccomp_filter.h"
@@ -86,10 +87,10 @@ static bool thread_exiting(const char *path, char *buf, size_t len)
 	p += strspn(p, " \t");
 	return *p == 'Z' || *p == 'X';
 }
-/* Is the caller's process an ancestor of @pid (Yama's relation)? */
+/* Is the caller's process (not its inject helper) an ancestor of @pid (Yama's relation)? */
 static bool caller_is_ancestor(pid_t pid)
 {
-	pid_t me = getpid();
+	pid_t me = inject_caller_pid();
 
 	for (int depth = 0; pid > 1 && depth < 4096; depth++) {
 		char path[64], buf[4096];
@@ -161,7 +162,13 @@ int inject_ptrace_refused(const struct thp_target *t, pid_t pid, int e)
 	if (!cap && target_dumpable(t, pid) == 0)
 		report_set_detail("ptrace of process %d denied: it is not dumpable, and the caller "
 				  "has no CAP_SYS_PTRACE over it", (int)pid);
-	else if (scope == 1 && !cap && !caller_is_ancestor(pid))
+	else if (scope == 1 && !cap && caller_is_ancestor(pid))
+		report_set_detail("ptrace of process %d denied by Yama (ptrace_scope 1): the "
+				  "tracer is the caller's inject helper process (which restores the "
+				  "target even if the caller is killed), and Yama lets only an "
+				  "ancestor trace; run with CAP_SYS_PTRACE, or have the target name "
+				  "the caller with PR_SET_PTRACER", (int)pid);
+	else if (scope == 1 && !cap)
 		report_set_detail("ptrace of process %d denied by Yama (ptrace_scope 1): the caller "
 				  "is not its ancestor, has no CAP_SYS_PTRACE and was not named with "
 				  "PR_SET_PTRACER", (int)pid);

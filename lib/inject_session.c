@@ -21,7 +21,9 @@
 #include <time.h>
 
 #include "compat.h"
+#include "clock_ns.h"
 #include "default.h"
+#include "inject_helper.h"
 #include "inject_vdso.h"
 #include "inject_access.h"
 #include "inject_session.h"
@@ -41,6 +43,14 @@
 /* Retries when a signal comes between our resume and the injected syscall. */
 #define INJECT_RETRIES 64
 #define CAP_SYS_ADMIN_ 21
+/*
+ * How long a thread may take to stop (PTRACE_INTERRUPT) before it is left
+ * alone: a thread that runs, sleeps or waits stops at once; one that does
+ * not in this time is in vfork() (or not scheduled at all).
+ */
+#define INJECT_STOP_MS 250
+/* The longest sleep between two looks at a tracee that sends no event. */
+#define WAIT_SLICE_NS (5 * 1000 * 1000L)
 
 
 /* A field of /proc/PID/task/TID/status: a number, or State's letter. */
@@ -135,7 +145,7 @@ static int inject_precheck(const struct thp_target *t, pid_t pid, pid_t tid)
 	err = status_field(pid, tid, "\nTracerPid:", &v);
 	if (err)
 		return err == -ENOENT ? 0 : err;
-	if (v == (long)getpid())
+	if (inject_tracer_is_ours(v))
 		return -EAGAIN;
 	if (v) {
 		report_set_detail("process %d is already traced by process %ld: the inject "
@@ -153,27 +163,39 @@ static int inject_precheck(const struct thp_target *t, pid_t pid, pid_t tid)
  * seen whatever the flag, a plain child is not, so that its exit stays
  * its parent's to collect (looked at with WNOWAIT, never reaped here) and
  * a child we no longer trace (another thread exec()ed and took over the
- * process) is ECHILD, not a wait for its new program to end.
- * The tracee's pid, or -1 (gone or no longer ours).
+ * process) is ECHILD, not a wait for its new program to end.  (In the
+ * inject helper, inject_helper.c, the target is never the tracer's child.)
+ * Polled, up to @deadline (CLOCK_MONOTONIC ns, 0: none); between polls
+ * it sleeps until a SIGCHLD or WAIT_SLICE_NS, and /proc says whether an
+ * event can still come.
+ * The tracee's pid, 0 at the deadline, or -1 (gone or no longer ours).
  */
-static pid_t trace_wait(struct inject_session *s, int *st)
+static pid_t trace_wait(struct inject_session *s, int *st, uint64_t deadline)
 {
+	bool slept = false;
+
 	for (;;) {
+		int nohang = WNOHANG;
 		siginfo_t si;
 		pid_t r;
 
 		if (!s->own_child) {
-			r = waitpid(s->tid, st, __WALL);
+			r = waitpid(s->tid, st, __WALL | nohang);
 			if (r < 0 && errno == EINTR)
 				continue;
-			return r;
+			if (r != 0)
+				return r;
+			goto wait_more;
 		}
 		si.si_pid = 0;
-		if (waitid(P_PID, (id_t)s->tid, &si, WSTOPPED | WEXITED | WNOWAIT | __WCLONE) < 0) {
+		if (waitid(P_PID, (id_t)s->tid, &si,
+			   WSTOPPED | WEXITED | WNOWAIT | __WCLONE | nohang) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -1;
 		}
+		if (si.si_pid == 0)
+			goto wait_more;
 		if (si.si_code == CLD_TRAPPED || si.si_code == CLD_STOPPED) {
 			/* Take the stop; WEXITED left out, nothing is reaped here. */
 			si.si_pid = 0;
@@ -192,19 +214,69 @@ static pid_t trace_wait(struct inject_session *s, int *st)
 			waitpid(s->tid, &(int){ 0 }, __WALL | WNOHANG);
 		errno = ESRCH;
 		return -1;
+wait_more: {
+		uint64_t now = deadline ? now_ns() : 0;
+		uint64_t left = deadline ? (now < deadline ? deadline - now : 0) : WAIT_SLICE_NS;
+		struct timespec ts = { 0, 0 };
+		sigset_t chld;
+		long v = 0;
+
+		if (deadline && !left)
+			return 0;
+		/*
+		 * Slept once and still nothing: is an event still to come?  Not
+		 * from a zombie leader whose threads live on (it never reports
+		 * to a tracer that is not its parent), nor from a thread an
+		 * exec() in another one replaced.
+		 */
+		if (slept && (status_field(s->t->pid, s->tid, "\nTracerPid:", &v) ||
+			      v != (long)getpid() ||
+			      status_field(s->t->pid, s->tid, "\nState:", &v) || v == 'Z' ||
+			      v == 'X')) {
+			errno = ESRCH;
+			return -1;
+		}
+		/*
+		 * The tracee's stops and exit send SIGCHLD to its tracer, blocked
+		 * in the inject helper (inject_helper.c): it wakes the wait.
+		 */
+		ts.tv_nsec = (long)(left < WAIT_SLICE_NS ? left : WAIT_SLICE_NS);
+		sigemptyset(&chld);
+		sigaddset(&chld, SIGCHLD);
+		sigtimedwait(&chld, NULL, &ts);
+		slept = true;
+	}
 	}
 }
 
 /*
  * Wait for a stop of the tracee that is not a signal for it (an interrupt or
  * group-stop); signals that arrive first are delivered as they came.
+ * Bounded by INJECT_STOP_MS: the thread runs its own code meanwhile (a
+ * main thread in vfork() cannot be stopped until its child exits or
+ * exec()s), so it can be abandoned, left running: -ETIMEDOUT with a
+ * detail, and no later wait of the session waits for a stop again.  The
+ * tracer's exit (the helper's, inject_helper.c) then detaches it, since
+ * a running tracee cannot be detached.
  */
 static int wait_event_stop(struct inject_session *s)
 {
+	uint64_t deadline;
+
+	if (s->unstoppable)
+		return -ETIMEDOUT;
+	deadline = now_ns() + INJECT_STOP_MS * 1000 * 1000ULL;
 	for (;;) {
 		int st;
-		pid_t r = trace_wait(s, &st);
+		pid_t r = trace_wait(s, &st, deadline);
 
+		if (r == 0) {
+			s->unstoppable = true;
+			report_set_detail("process %d did not stop within %d ms (in vfork()?): "
+					  "not injected, left running as it was",
+					  (int)s->tid, INJECT_STOP_MS);
+			return -ETIMEDOUT;
+		}
 		if (r < 0)
 			return -ESRCH;
 		if (!WIFSTOPPED(st))
@@ -494,7 +566,12 @@ long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigne
 		    ptrace(PTRACE_SYSCALL, s->tid, 0, 0) < 0)
 			goto gone;
 		for (;;) {
-			if (trace_wait(s, &st) < 0)
+			/*
+			 * Not bounded: the thread holds the injected registers
+			 * until the call ends, and left now it would resume
+			 * with them.  The call itself (madvise, prctl) ends.
+			 */
+			if (trace_wait(s, &st, 0) < 0)
 				goto gone;
 			if (!WIFSTOPPED(st))
 				goto gone;

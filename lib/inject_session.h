@@ -21,6 +21,7 @@ struct inject_session {
 	bool own_child;	    /* the caller is its parent: never reap it */
 	unsigned int calls; /* injected calls started: could any have run? */
 	bool filtered;	    /* seccomp filter mode: each call is vetted by sf */
+	bool unstoppable;   /* a stop did not come in time: no more waits for one */
 	struct sf_filters sf;
 };
 

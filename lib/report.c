@@ -54,6 +54,14 @@ void report_clear_detail(void)
 	pending_detail = last_detail = NULL;
 }
 
+const char *report_take_pending(void)
+{
+	const char *d = pending_detail;
+
+	pending_detail = NULL;
+	return d;
+}
+
 void report_return(int ret)
 {
 	last_detail = ret < 0 ? pending_detail : NULL;
@@ -123,6 +131,8 @@ THP_API const char *thp_strerror(int err)
 		return "not permitted to change the target process";
 	case EAGAIN:
 		return "the kernel could not do it now (e.g. MADV_COLLAPSE found no free huge page)";
+	case ETIMEDOUT:
+		return "the target process did not stop in time (inject backend; e.g. in vfork())";
 	default:
 		return strerror(err);
 	}

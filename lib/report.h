@@ -10,6 +10,8 @@
 
 void report_set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void report_clear_detail(void);
+/* The pending detail (NULL: none), which is cleared: for the inject helper to carry it over. */
+const char *report_take_pending(void);
 /* End of a public call: a failure shows the detail noted, a success "". */
 void report_return(int ret);
 /*

@@ -636,6 +636,57 @@ def case_inject(args, tmp):
         d.stop()
 
 
+def case_inject_vfork(args, tmp):
+    """A matched process that cannot be stopped (main thread in vfork()) holds up nothing."""
+    exe = copy_workload(args, tmp, "wl-vfork")
+    port = 20000 + os.getpid() % 30000
+    w = None
+    d = Daemon(args, tmp, f"[rule off]\nexe = {exe}\npolicy = never\nenforce = inject\n")
+    try:
+        w = Workload(exe, 4)
+        w.p.stdin.write("vfork 60\n")
+        w.p.stdin.flush()
+
+        def in_vfork():
+            with open(f"/proc/{w.pid}/task/{w.pid}/children") as f:
+                kids = f.read().split()
+            return kids and proc_field(w.pid, "State").startswith("D") and int(kids[0])
+        child = wait_for(in_vfork, 10)
+        check(child, "the workload did not get into vfork()")
+        d.start(["--listen", f"127.0.0.1:{port}"])
+        d.wait_passes(3)
+        code, body = http_get(port, "/metrics")
+        check(code == 200 and "thpd_passes_total" in body, f"GET /metrics: {code}")
+        check(wait_for(lambda: "did not stop within" in d.logtext(), 10),
+              f"no reason logged: {d.logtext()}")
+        check(proc_field(w.pid, "TracerPid") == "0", "the target is left traced")
+        check(proc_field(w.pid, "State").startswith("D"), "the target is not in vfork() any more")
+        t0 = time.monotonic()
+        d.p.terminate()
+        try:
+            d.p.wait(5)
+        except subprocess.TimeoutExpired:
+            raise Fail("thpd did not stop within 5 s of SIGTERM")
+        print(f"thpd stopped {time.monotonic() - t0:.2f} s after SIGTERM")
+        check(proc_field(w.pid, "TracerPid") == "0", "the target is left traced")
+        os.kill(child, signal.SIGKILL)
+        check(w.p.stdout.readline().strip() == "vforked", "the target did not go on")
+        check(w.cmd("check") == "ok 0", "contents changed")
+        check(proc_field(w.pid, "TracerPid") == "0", "the target is left traced")
+    finally:
+        if w:
+            w.stop()
+        d.stop()
+
+
+def proc_field(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return line.split(":", 1)[1].strip()
+    return ""
+
+
 def case_skip(args, tmp):
     """setuid programs are left alone unless the rule says so; top N + rest; --once."""
     suid = copy_workload(args, tmp, "wl-suid")

@@ -10,7 +10,9 @@
  * "grown ADDR LEN"), "exec_on_huge PATH N" (exec PATH N once some of this
  * memory is huge), "eintr" (with "epoll" as the third argument: how often
  * the main thread's epoll_wait() on an empty set failed with EINTR; the
- * commands are then read by a second thread).
+ * commands are then read by a second thread), "vfork N" (the main thread
+ * waits in vfork() for a child that sleeps N seconds: no ptrace stop can
+ * come meanwhile; answers once it ends).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +25,9 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EXTENT (2UL << 20)
@@ -30,6 +35,20 @@
 static uint64_t *p;
 static size_t len;
 static atomic_ulong eintrs;
+
+/* Wait in vfork() for a child that sleeps @secs s. */
+static __attribute__((noinline)) void sleep_in_vfork(long secs)
+{
+	struct timespec ts = { secs, 0 };
+	pid_t c = vfork();
+
+	if (c == 0) {
+		/* Only system calls: a vfork() child runs on its parent's stack. */
+		syscall(SYS_nanosleep, &ts, NULL);
+		syscall(SYS_exit, 0);
+	}
+	waitpid(c, NULL, 0);
+}
 
 static void *commands(void *unused)
 {
@@ -88,6 +107,9 @@ static void *commands(void *unused)
 			printf("exec failed\n");
 		} else if (!strncmp(line, "prctl", 5)) {
 			printf("thp_disable %d\n", prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0));
+		} else if (!strncmp(line, "vfork ", 6)) {
+			sleep_in_vfork(strtol(line + 6, NULL, 10));
+			printf("vforked\n");
 		} else if (!strncmp(line, "eintr", 5)) {
 			printf("eintr %lu\n", atomic_load(&eintrs));
 		} else {
