@@ -173,6 +173,16 @@ func (e *Error) Unwrap() error { return e.Errno }
 
 type detailBuf [C.THPGO_DETAIL_LEN]C.char
 
+// takeError makes the error of a failed fast call and frees its detail.
+func takeError(op string, r *C.struct_thpgo_result) error {
+	e := &Error{Op: op, Errno: syscall.Errno(-r.rc)}
+	if r.detail != nil {
+		e.Detail = C.GoString(r.detail)
+		C.free(unsafe.Pointer(r.detail))
+	}
+	return e
+}
+
 func newError(op string, rc C.int, d *detailBuf) error {
 	return &Error{Op: op, Errno: syscall.Errno(-rc), Detail: C.GoString(&d[0])}
 }
@@ -339,28 +349,22 @@ func ApplyRanges(advice Advice, ranges []Range, opts *ApplyOptions) (ApplyResult
 	} else {
 		reports = make([]Report, len(ranges))
 	}
-	var o C.struct_thp_apply_opts
-	o.sz = C.sizeof_struct_thp_apply_opts
-	o.pidfd = C.int32_t(pidfd)
-	o.advice = C.int32_t(advice)
-	o.flags = C.uint32_t(opts.Flags)
-	o.backend = C.uint32_t(opts.Backend)
 	var rp *C.struct_thp_report
 	var r0 *C.struct_thp_range
 	if len(ranges) > 0 {
 		rp = (*C.struct_thp_report)(unsafe.Pointer(&reports[0]))
 		r0 = (*C.struct_thp_range)(unsafe.Pointer(&ranges[0]))
 	}
-	var d detailBuf
-	rc := C.thpgo_apply_ranges(r0, C.size_t(len(ranges)), &o, rp, &d[0])
-	res := ApplyResult{Reports: reports, BackendUsed: Backend(o.backend_used)}
-	if rc < 0 {
+	cr := C.thpgo_apply_ranges_fast(r0, C.size_t(len(ranges)), C.int32_t(pidfd),
+		C.int32_t(advice), C.uint32_t(opts.Flags), C.uint32_t(opts.Backend), rp)
+	res := ApplyResult{Reports: reports, BackendUsed: Backend(cr.backend_used)}
+	if cr.rc < 0 {
 		if len(ranges) > MaxRanges {
 			res.Reports = nil
 		}
-		return res, newError("thp_apply_ranges", rc, &d)
+		return res, takeError("thp_apply_ranges", &cr)
 	}
-	res.Advised = int(rc)
+	res.Advised = int(cr.rc)
 	return res, nil
 }
 
@@ -456,27 +460,17 @@ func (opts *DefaultOptions) call(set bool, policy Policy) (DefaultResult, error)
 		return DefaultResult{}, err
 	}
 	defer done()
-	var o C.struct_thp_default_opts
-	o.sz = C.sizeof_struct_thp_default_opts
-	o.pidfd = C.int32_t(pidfd)
-	o.policy = C.uint32_t(policy)
-	o.flags = C.uint32_t(opts.Flags)
-	o.backend = C.uint32_t(opts.Backend)
-	o.prctl_set = C.int32_t(opts.PrctlSet)
-	o.prctl_get = C.int32_t(opts.PrctlGet)
-	var d detailBuf
-	var rc C.int
-	op := "thp_get_default"
-	if set {
-		op = "thp_set_default"
-		rc = C.thpgo_set_default(&o, &d[0])
-	} else {
-		rc = C.thpgo_get_default(&o, &d[0])
-	}
-	res := DefaultResult{Policy: Policy(o.policy), BackendUsed: Backend(o.backend_used),
-		Persistent: bool(o.persistent), MappingsChanged: uint64(o.mappings_changed)}
-	if rc < 0 {
-		return res, newError(op, rc, &d)
+	cr := C.thpgo_default_fast(C.bool(set), C.int32_t(pidfd), C.uint32_t(policy),
+		C.uint32_t(opts.Flags), C.uint32_t(opts.Backend), C.int32_t(opts.PrctlSet),
+		C.int32_t(opts.PrctlGet))
+	res := DefaultResult{Policy: Policy(cr.policy), BackendUsed: Backend(cr.backend_used),
+		Persistent: bool(cr.persistent), MappingsChanged: uint64(cr.mappings_changed)}
+	if cr.rc < 0 {
+		op := "thp_get_default"
+		if set {
+			op = "thp_set_default"
+		}
+		return res, takeError(op, &cr)
 	}
 	return res, nil
 }
