@@ -43,9 +43,9 @@ static inline char *thpgo_detail_dup(int rc)
 }
 
 static inline struct thpgo_result thpgo_apply_ranges_fast(const struct thp_range *r, size_t n,
-							 int32_t pidfd, int32_t advice,
-							 uint32_t flags, uint32_t backend,
-							 struct thp_report *reports)
+							  int32_t pidfd, int32_t advice,
+							  uint32_t flags, uint32_t backend,
+							  struct thp_report *reports)
 {
 	THP_OPTS(thp_apply_opts, o, .pidfd = pidfd, .advice = advice, .flags = flags,
 		 .backend = backend, .reports = reports);
@@ -58,8 +58,8 @@ static inline struct thpgo_result thpgo_apply_ranges_fast(const struct thp_range
 }
 
 static inline struct thpgo_result thpgo_default_fast(bool set, int32_t pidfd, uint32_t policy,
-						    uint32_t flags, uint32_t backend,
-						    int32_t prctl_set, int32_t prctl_get)
+						     uint32_t flags, uint32_t backend,
+						     int32_t prctl_set, int32_t prctl_get)
 {
 	THP_OPTS(thp_default_opts, o, .pidfd = pidfd, .policy = policy, .flags = flags,
 		 .backend = backend, .prctl_set = prctl_set, .prctl_get = prctl_get);

@@ -56,9 +56,14 @@ static const struct {
 	const char *name;
 	int value;
 } errnames[] = {
-	{ "EINVAL", EINVAL }, { "ENOMEM", ENOMEM }, { "E2BIG", E2BIG },
-	{ "EBADF", EBADF },   { "ESRCH", ESRCH },   { "EOPNOTSUPP", EOPNOTSUPP },
-	{ "EPERM", EPERM },   { "ENOENT", ENOENT },
+	{ "EINVAL", EINVAL },
+	{ "ENOMEM", ENOMEM },
+	{ "E2BIG", E2BIG },
+	{ "EBADF", EBADF },
+	{ "ESRCH", ESRCH },
+	{ "EOPNOTSUPP", EOPNOTSUPP },
+	{ "EPERM", EPERM },
+	{ "ENOENT", ENOENT },
 };
 
 static void die(int line, const char *what)
@@ -141,15 +146,15 @@ static bool next_case(FILE *f, int *line, struct tcase *c)
 			s->n = num(tok[2], *line);
 			snprintf(s->what, sizeof(s->what), "%s", tok[3]);
 		} else if (!strcmp(tok[0], "apply") && n == 4) {
-			c->advice = !strcmp(tok[1], "huge")     ? THP_ADVICE_HUGE
+			c->advice = !strcmp(tok[1], "huge")	? THP_ADVICE_HUGE
 				    : !strcmp(tok[1], "nohuge") ? THP_ADVICE_NOHUGE
 								: (int)num(tok[1], *line);
-			c->flag_bits = !strcmp(tok[2], "skip")        ? THP_F_SKIP_ERRORS
+			c->flag_bits = !strcmp(tok[2], "skip")	      ? THP_F_SKIP_ERRORS
 				       : !strcmp(tok[2], "gaps")      ? THP_F_NO_ERROR_ON_UNMAPPED
 				       : !strcmp(tok[2], "skip+gaps") ? THP_F_SKIP_ERRORS |
 										THP_F_NO_ERROR_ON_UNMAPPED
 								      : (uint32_t)num(tok[2], *line);
-			c->backend = !strcmp(tok[3], "auto")      ? THP_BACKEND_AUTO
+			c->backend = !strcmp(tok[3], "auto")	  ? THP_BACKEND_AUTO
 				     : !strcmp(tok[3], "madvise") ? THP_BACKEND_MADVISE
 								  : (uint32_t)num(tok[3], *line);
 		} else if (!strcmp(tok[0], "range") && n == 3 && c->nr_ranges < MAX_ITEMS) {
@@ -198,7 +203,7 @@ static void compare(const struct tcase *c, const char *who, uint64_t base, int r
 {
 	if (ret != c->ret)
 		fail(c, who, "returned %d, table %d", ret, c->ret);
-	if (!strcmp(c->used, "none") ? used != 0
+	if (!strcmp(c->used, "none")  ? used != 0
 	    : !strcmp(c->used, "any") ? used == 0
 				      : strcmp(thp_backend_name(used), c->used) != 0)
 		fail(c, who, "backend_used %s, table %s", thp_backend_name(used), c->used);
@@ -305,7 +310,8 @@ static void run_case(const struct tcase *c)
 		for (size_t i = 0; i < c->nr_flags; i++) {
 			const struct span *s = &c->flags[i];
 			for (uint64_t p = s->first; p < s->first + s->n; p++) {
-				const char *m = mpages[p] & MP_HG ? "hg" : mpages[p] & MP_NH ? "nh" : "-";
+				const char *m = mpages[p] & MP_HG ? "hg" : mpages[p] & MP_NH ? "nh"
+											     : "-";
 				if (strcmp(m, s->what))
 					fail(c, "model", "page %" PRIu64 ": %s, table %s", p, m, s->what);
 			}
@@ -315,7 +321,10 @@ static void run_case(const struct tcase *c)
 		const struct span *s = &c->flags[i];
 		for (uint64_t p = s->first; p < s->first + s->n; p++) {
 			int v = vmflags_at((uint64_t)(uintptr_t)base + p * PAGE);
-			const char *k = v < 0 ? "unmapped" : v == 1 ? "hg" : v == 2 ? "nh" : v ? "hg+nh" : "-";
+			const char *k = v < 0 ? "unmapped" : v == 1 ? "hg"
+						     : v == 2	    ? "nh"
+						     : v	    ? "hg+nh"
+								    : "-";
 			if (strcmp(k, s->what)) {
 				fail(c, "smaps", "page %" PRIu64 ": %s, table %s", p, k, s->what);
 				break;
