@@ -5,14 +5,19 @@
 package thp
 
 import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/libthp/libthp/bindings/go/internal/cbench"
 )
 
 // benchRanges is n one-page ranges, every second page of a fresh mapping.
-func benchRanges(b *testing.B, n int) []Range {
+func benchRanges(b testing.TB, n int) []Range {
 	m := mapAligned(b, 2*n*4096)
 	r := make([]Range, n)
 	for i := range r {
@@ -58,4 +63,63 @@ func BenchmarkGetDefaultC(b *testing.B) {
 	if rc := cbench.GetDefault(b.N); rc != 0 {
 		b.Fatal(rc)
 	}
+}
+
+// TestOverhead (THPGO_OVERHEAD=ROUNDS) alternates rounds of 1,000 calls
+// through the binding with 1,000 calls in the C loop, so that the load of
+// a shared machine hits both alike, and prints the medians and the median
+// of the per-round ratios (doc/performance.md).
+func TestOverhead(t *testing.T) {
+	rounds, _ := strconv.Atoi(os.Getenv("THPGO_OVERHEAD"))
+	if rounds == 0 {
+		t.Skip("a measurement, not a test: THPGO_OVERHEAD=ROUNDS runs it")
+	}
+	const per = 1000
+	for _, n := range []int{1, 64, 0} {
+		var gos, cs, ratios []float64
+		r := benchRanges(t, max(n, 1))
+		rep := make([]Report, len(r))
+		opts := &ApplyOptions{Reports: rep}
+		for i := 0; i < rounds; i++ {
+			t0 := time.Now()
+			for j := 0; j < per; j++ {
+				var err error
+				if n == 0 {
+					_, err = GetDefault(nil)
+				} else {
+					_, err = ApplyRanges(AdviceHuge, r, opts)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			t1 := time.Now()
+			if n == 0 {
+				cbench.GetDefault(per)
+			} else {
+				cbench.ApplyHuge(unsafe.Pointer(&r[0]), n, unsafe.Pointer(&rep[0]), per)
+			}
+			t2 := time.Now()
+			g, c := float64(t1.Sub(t0).Nanoseconds())/per, float64(t2.Sub(t1).Nanoseconds())/per
+			gos, cs, ratios = append(gos, g), append(cs, c), append(ratios, g/c)
+		}
+		what := fmt.Sprintf("thp_apply_ranges(), %d range(s)", n)
+		if n == 0 {
+			what = "thp_get_default()"
+		}
+		t.Logf("| %s | %.0f | %.0f | %.2f |", what, median(gos), median(cs), median(ratios))
+	}
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func max(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
 }
