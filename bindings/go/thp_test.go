@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -344,15 +345,39 @@ func TestRemote(t *testing.T) {
 	}
 }
 
-// Each error carries the detail of its own call, however goroutines move between threads.
+// Each error carries the detail of its own call, however goroutines move
+// between threads: the detail is per thread, and a goroutine whose cgo
+// call outlasts sysmon's patience (the long validations below) resumes on
+// whichever thread is free.  A binding that read the detail in a second
+// cgo call fails here.
 func TestGoroutinesDetail(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	b := mapAligned(t, hugeSize)
 	addr := uint64(uintptr(unsafe.Pointer(&b[0])))
-	_, e1 := ApplyRanges(AdviceHuge, []Range{{addr + 1, 4096}}, nil)
-	_, e2 := ApplyRanges(Advice(4), []Range{{addr, 4096}}, nil)
-	d1, d2 := e1.(*Error).Detail, e2.(*Error).Detail
-	if d1 == "" || d2 == "" || d1 == d2 {
-		t.Fatalf("details %q and %q: want two different ones", d1, d2)
+	long := make([]Range, 20000)
+	for i := range long {
+		long[i] = Range{addr, 4096}
+	}
+	long[len(long)-1].Addr++
+	calls := []struct {
+		advice Advice
+		ranges []Range
+	}{
+		{AdviceHuge, []Range{{addr + 1, 4096}}},
+		{Advice(4), []Range{{addr, 4096}}},
+		{AdviceNoHuge, []Range{{addr, 4096}}},
+		{AdviceNoHuge, long},
+	}
+	want := make([]string, len(calls))
+	for i, c := range calls {
+		_, err := ApplyRanges(c.advice, c.ranges, nil)
+		if err != nil {
+			want[i] = err.(*Error).Detail
+		}
+	}
+	if want[0] == "" || want[1] == "" || want[3] == "" || want[0] == want[1] || want[1] == want[3] ||
+		want[0] == want[3] || want[2] != "" {
+		t.Fatalf("details %q: want three different ones and a success", want)
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 16)
@@ -360,25 +385,15 @@ func TestGoroutinesDetail(t *testing.T) {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
-			for i := 0; i < 300; i++ {
-				var err error
-				want := ""
-				switch (g + i) % 3 {
-				case 0:
-					_, err = ApplyRanges(AdviceHuge, []Range{{addr + 1, 4096}}, nil)
-					want = d1
-				case 1:
-					_, err = ApplyRanges(Advice(4), []Range{{addr, 4096}}, nil)
-					want = d2
-				default:
-					_, err = ApplyRanges(AdviceNoHuge, []Range{{addr, 4096}}, nil)
-				}
+			for i := 0; i < 1000; i++ {
+				k := (g + i) % len(calls)
+				_, err := ApplyRanges(calls[k].advice, calls[k].ranges, nil)
 				got := ""
 				if err != nil {
 					got = err.(*Error).Detail
 				}
-				if got != want {
-					errs <- fmt.Sprintf("goroutine %d call %d: detail %q, want %q", g, i, got, want)
+				if got != want[k] {
+					errs <- fmt.Sprintf("goroutine %d call %d: detail %q, want %q", g, i, got, want[k])
 					return
 				}
 			}
