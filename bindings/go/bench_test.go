@@ -6,9 +6,7 @@ package thp
 
 import (
 	"fmt"
-	"os"
 	"sort"
-	"strconv"
 	"testing"
 	"time"
 	"unsafe"
@@ -65,15 +63,13 @@ func BenchmarkGetDefaultC(b *testing.B) {
 	}
 }
 
-// TestOverhead (THPGO_OVERHEAD=ROUNDS) alternates rounds of 1,000 calls
-// through the binding with 1,000 calls in the C loop, so that the load of
-// a shared machine hits both alike, and prints the medians and the median
-// of the per-round ratios (doc/performance.md).
-func TestOverhead(t *testing.T) {
-	rounds, _ := strconv.Atoi(os.Getenv("THPGO_OVERHEAD"))
-	if rounds == 0 {
-		t.Skip("a measurement, not a test: THPGO_OVERHEAD=ROUNDS runs it")
-	}
+// BenchmarkInterleaved (go test -run '^$' -bench Interleaved
+// -benchtime=200x -v) alternates b.N rounds of 1,000 calls through the
+// binding with 1,000 calls in the C loop, so that the load of a shared
+// machine hits both alike, and logs the medians and the median of the
+// per-round ratios (doc/performance.md).
+func BenchmarkInterleaved(b *testing.B) {
+	t, rounds := b, b.N
 	const per = 1000
 	for _, n := range []int{1, 64, 0} {
 		var gos, cs, ratios []float64

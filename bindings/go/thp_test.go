@@ -315,6 +315,38 @@ func TestRemote(t *testing.T) {
 	if !errors.As(err, &te) || te.Errno != syscall.EOPNOTSUPP || te.Detail == "" {
 		t.Errorf("remote HUGE = %v, want EOPNOTSUPP with a detail", err)
 	}
+	if os.Geteuid() == 0 {
+		remoteCollapse(t, c, pfd)
+	} else {
+		// Another process's memory needs CAP_SYS_NICE: refused, with a
+		// detail, and nothing collapsed.
+		res, err := ApplyRanges(AdviceCollapse, []Range{{c.addr, hugeSize}}, &ApplyOptions{Target: Target{Pidfd: pfd.Fd()}})
+		if !errors.Is(err, syscall.EPERM) || res.Reports[0].Errno() != syscall.EPERM {
+			t.Errorf("remote COLLAPSE as uid %d = %+v, %v, want EPERM", os.Geteuid(), res, err)
+		}
+		if _, err := Collapse(&CollapseOptions{Target: Target{Process: c.cmd.Process}}); !errors.Is(err, syscall.EPERM) {
+			t.Errorf("Collapse(child) as uid %d = %v, want EPERM", os.Geteuid(), err)
+		}
+		if e := smapsAt(t, pid, c.addr); e.anonHugePages != 0 {
+			t.Errorf("child AnonHugePages %d after refused collapses", e.anonHugePages)
+		}
+	}
+	// "system" and "nohuge" look the same from outside: refused rather than guessed.
+	if _, err := GetDefault(&DefaultOptions{Target: Target{Process: c.cmd.Process}}); !errors.Is(err, syscall.EOPNOTSUPP) {
+		t.Errorf("GetDefault(child) = %v, want EOPNOTSUPP", err)
+	}
+	if _, err := Query(&QueryOptions{Target: Target{Process: c.cmd.Process, Pidfd: pfd.Fd()}}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("both Process and Pidfd: %v, want EINVAL", err)
+	}
+	if _, err := Query(&QueryOptions{Target: Target{Pidfd: 1 << 20}}); !errors.Is(err, syscall.EBADF) {
+		t.Errorf("bad pidfd: %v, want EBADF", err)
+	}
+}
+
+// remoteCollapse collapses the child's mapping one extent through a raw
+// pidfd, then the rest through *os.Process (root: CAP_SYS_NICE).
+func remoteCollapse(t *testing.T, c *child, pfd *Pidfd) {
+	pid := c.cmd.Process.Pid
 	res, err := ApplyRanges(AdviceCollapse, []Range{{c.addr, hugeSize}}, &ApplyOptions{Target: Target{Pidfd: pfd.Fd()}})
 	if err != nil || res.Reports[0].BytesAdvised != hugeSize {
 		t.Fatalf("remote COLLAPSE = %+v, %v", res, err)
@@ -332,16 +364,6 @@ func TestRemote(t *testing.T) {
 	all, err := ApplyAll(AdviceCollapse, &ApplyAllOptions{Target: Target{Pidfd: pfd.Fd()}, Flags: SkipErrors})
 	if all.MappingsSeen == 0 {
 		t.Errorf("ApplyAll(child) = %+v, %v", all, err)
-	}
-	// "system" and "nohuge" look the same from outside: refused rather than guessed.
-	if _, err := GetDefault(&DefaultOptions{Target: Target{Process: c.cmd.Process}}); !errors.Is(err, syscall.EOPNOTSUPP) {
-		t.Errorf("GetDefault(child) = %v, want EOPNOTSUPP", err)
-	}
-	if _, err := Query(&QueryOptions{Target: Target{Process: c.cmd.Process, Pidfd: pfd.Fd()}}); !errors.Is(err, syscall.EINVAL) {
-		t.Errorf("both Process and Pidfd: %v, want EINVAL", err)
-	}
-	if _, err := Query(&QueryOptions{Target: Target{Pidfd: 1 << 20}}); !errors.Is(err, syscall.EBADF) {
-		t.Errorf("bad pidfd: %v, want EBADF", err)
 	}
 }
 
