@@ -315,11 +315,26 @@ func TestRemote(t *testing.T) {
 	if !errors.As(err, &te) || te.Errno != syscall.EOPNOTSUPP || te.Detail == "" {
 		t.Errorf("remote HUGE = %v, want EOPNOTSUPP with a detail", err)
 	}
+	// "system" and "nohuge" look the same from outside: refused rather than guessed.
+	if _, err := GetDefault(&DefaultOptions{Target: Target{Process: c.cmd.Process}}); !errors.Is(err, syscall.EOPNOTSUPP) {
+		t.Errorf("GetDefault(child) = %v, want EOPNOTSUPP", err)
+	}
+	if _, err := Query(&QueryOptions{Target: Target{Process: c.cmd.Process, Pidfd: pfd.Fd()}}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("both Process and Pidfd: %v, want EINVAL", err)
+	}
+	if _, err := Query(&QueryOptions{Target: Target{Pidfd: 1 << 20}}); !errors.Is(err, syscall.EBADF) {
+		t.Errorf("bad pidfd: %v, want EBADF", err)
+	}
+	// Without the inject backend another process's default cannot be set.
+	_, err = SetDefault(PolicyNever, &DefaultOptions{Target: Target{Pidfd: pfd.Fd()}})
+	if !errors.As(err, &te) || te.Errno != syscall.EOPNOTSUPP || te.Op != "thp_set_default" {
+		t.Errorf("SetDefault(child, auto) = %v, want EOPNOTSUPP", err)
+	}
 	if os.Geteuid() == 0 {
 		remoteCollapse(t, c, pfd)
 	} else {
-		// Another process's memory needs CAP_SYS_NICE: refused, with a
-		// detail, and nothing collapsed.
+		// Another process's memory needs CAP_SYS_NICE: refused (EPERM in
+		// the call and its report), and nothing collapsed.
 		res, err := ApplyRanges(AdviceCollapse, []Range{{c.addr, hugeSize}}, &ApplyOptions{Target: Target{Pidfd: pfd.Fd()}})
 		if !errors.Is(err, syscall.EPERM) || res.Reports[0].Errno() != syscall.EPERM {
 			t.Errorf("remote COLLAPSE as uid %d = %+v, %v, want EPERM", os.Geteuid(), res, err)
@@ -330,16 +345,6 @@ func TestRemote(t *testing.T) {
 		if e := smapsAt(t, pid, c.addr); e.anonHugePages != 0 {
 			t.Errorf("child AnonHugePages %d after refused collapses", e.anonHugePages)
 		}
-	}
-	// "system" and "nohuge" look the same from outside: refused rather than guessed.
-	if _, err := GetDefault(&DefaultOptions{Target: Target{Process: c.cmd.Process}}); !errors.Is(err, syscall.EOPNOTSUPP) {
-		t.Errorf("GetDefault(child) = %v, want EOPNOTSUPP", err)
-	}
-	if _, err := Query(&QueryOptions{Target: Target{Process: c.cmd.Process, Pidfd: pfd.Fd()}}); !errors.Is(err, syscall.EINVAL) {
-		t.Errorf("both Process and Pidfd: %v, want EINVAL", err)
-	}
-	if _, err := Query(&QueryOptions{Target: Target{Pidfd: 1 << 20}}); !errors.Is(err, syscall.EBADF) {
-		t.Errorf("bad pidfd: %v, want EBADF", err)
 	}
 }
 
@@ -364,6 +369,18 @@ func remoteCollapse(t *testing.T, c *child, pfd *Pidfd) {
 	all, err := ApplyAll(AdviceCollapse, &ApplyAllOptions{Target: Target{Pidfd: pfd.Fd()}, Flags: SkipErrors})
 	if all.MappingsSeen == 0 {
 		t.Errorf("ApplyAll(child) = %+v, %v", all, err)
+	}
+	// A default policy for another process: the inject backend, which the caller forces.
+	set, err := SetDefault(PolicyNever, &DefaultOptions{Target: Target{Pidfd: pfd.Fd()}, Backend: BackendInject})
+	if err != nil || set.BackendUsed != BackendInject {
+		t.Fatalf("SetDefault(child, never, inject) = %+v, %v", set, err)
+	}
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if !strings.Contains(string(status), "THP_enabled:\t0") {
+		t.Errorf("child's THP_enabled not 0 after SetDefault(never)")
+	}
+	if got, err := GetDefault(&DefaultOptions{Target: Target{Process: c.cmd.Process}}); err != nil || got.Policy != PolicyNever {
+		t.Errorf("GetDefault(child) after never = %+v, %v", got, err)
 	}
 }
 
