@@ -344,24 +344,26 @@ func ApplyRanges(advice Advice, ranges []Range, opts *ApplyOptions) (ApplyResult
 	}
 	defer done()
 	var reports []Report
-	if cap(opts.Reports) >= len(ranges) {
+	switch {
+	case len(ranges) > MaxRanges:
+		// The library refuses it and writes no report: none to allocate.
+	case cap(opts.Reports) >= len(ranges):
 		reports = opts.Reports[:len(ranges)]
-	} else {
+	default:
 		reports = make([]Report, len(ranges))
 	}
 	var rp *C.struct_thp_report
 	var r0 *C.struct_thp_range
-	if len(ranges) > 0 {
+	if len(reports) > 0 {
 		rp = (*C.struct_thp_report)(unsafe.Pointer(&reports[0]))
+	}
+	if len(ranges) > 0 {
 		r0 = (*C.struct_thp_range)(unsafe.Pointer(&ranges[0]))
 	}
 	cr := C.thpgo_apply_ranges_fast(r0, C.size_t(len(ranges)), C.int32_t(pidfd),
 		C.int32_t(advice), C.uint32_t(opts.Flags), C.uint32_t(opts.Backend), rp)
 	res := ApplyResult{Reports: reports, BackendUsed: Backend(cr.backend_used)}
 	if cr.rc < 0 {
-		if len(ranges) > MaxRanges {
-			res.Reports = nil
-		}
 		return res, takeError("thp_apply_ranges", &cr)
 	}
 	res.Advised = int(cr.rc)

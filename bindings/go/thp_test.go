@@ -147,6 +147,15 @@ func TestApplyRangesError(t *testing.T) {
 	}
 }
 
+// More than MaxRanges: refused by the library, no reports (and none allocated).
+func TestApplyRangesTooMany(t *testing.T) {
+	res, err := ApplyRanges(AdviceHuge, make([]Range, MaxRanges+1), nil)
+	var te *Error
+	if !errors.As(err, &te) || te.Errno != syscall.EINVAL || te.Detail == "" || res.Reports != nil {
+		t.Errorf("%d ranges: %d reports, %v; want EINVAL with a detail, no reports", MaxRanges+1, len(res.Reports), err)
+	}
+}
+
 func TestApplyAllSelf(t *testing.T) {
 	requireMadviseMode(t)
 	b := mapAligned(t, hugeSize)
