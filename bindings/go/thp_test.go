@@ -293,6 +293,10 @@ func TestCollapseSelf(t *testing.T) {
 		res.Reports[0].BytesAdvised != 2*hugeSize {
 		t.Errorf("AnonHugePages %d, report %+v after COLLAPSE", e.anonHugePages, res.Reports[0])
 	}
+	self, err := Collapse(&CollapseOptions{Failures: make([]Report, 0, 2)})
+	if err != nil || uint64(len(self.Failures)) != min64(self.FailuresNeeded, 2) || self.MappingsSeen == 0 {
+		t.Errorf("Collapse(self) = %d failures, %+v, %v", len(self.Failures), self, err)
+	}
 	if c, err := Collapse(&CollapseOptions{Flags: CheckOnly}); err != nil || c.MappingsSeen != 0 {
 		t.Errorf("Collapse(CheckOnly) = %+v, %v", c, err)
 	}
@@ -371,6 +375,9 @@ func remoteCollapse(t *testing.T, c *child, pfd *Pidfd) {
 	col, err := Collapse(&CollapseOptions{Target: Target{Process: c.cmd.Process}, Failures: make([]Report, 0, 4)})
 	if err != nil || col.ExtentsCollapsed < 1 || col.AnonHugeAfter < 2*hugeSize {
 		t.Fatalf("Collapse(child) = %+v, %v", col, err)
+	}
+	if want := min64(col.FailuresNeeded, 4); uint64(len(col.Failures)) != want || col.FailuresNeeded != col.ExtentsFailed {
+		t.Errorf("Collapse(child): %d failures, %d needed, %d extents failed", len(col.Failures), col.FailuresNeeded, col.ExtentsFailed)
 	}
 	if e := smapsAt(t, pid, c.addr); e.anonHugePages != 2*hugeSize {
 		t.Errorf("child AnonHugePages %d after Collapse, want %d", e.anonHugePages, 2*hugeSize)
@@ -472,4 +479,11 @@ func TestNames(t *testing.T) {
 	if s := r.String(); !strings.Contains(s, "200000") || strings.Contains(s, "\n") {
 		t.Errorf("Report.String() = %q", s)
 	}
+}
+
+func min64(a, b uint64) uint64 {
+	if a < b {
+		return a
+	}
+	return b
 }
