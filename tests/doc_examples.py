@@ -11,6 +11,9 @@
   against the built library, then run: it must exit 0;
 - every ```python block of README.md runs against the built library (as
   the python suite does: THP_LIBRARY and PYTHONPATH);
+- every ```go block of README.md (with --go) is a main package built
+  against bindings/go and the built library, offline, and run: it must
+  exit 0;
 - every thpctl command line of README.md's ```sh blocks and of thpctl(1)'s
   EXAMPLES runs with the build's thpctl, PID placeholders replaced by a
   sleeping child of this script: it must not be refused as a bad command
@@ -33,7 +36,7 @@ import textwrap
 
 CI = os.environ.get("CI") == "true"
 failures = []
-checked = {"c": 0, "python": 0, "thpctl": 0}
+checked = {"c": 0, "python": 0, "go": 0, "thpctl": 0}
 
 
 def fail(what, why, text=""):
@@ -138,6 +141,33 @@ def check_python(what, code, args, tmp):
         print("ok   %s (Python): %s" % (what, r.stdout.strip().split("\n")[-1]))
 
 
+def check_go(what, code, args, tmp):
+    """A ```go block: a main package built with the build tree's binding
+    (a replace directive: nothing fetched, GOPROXY=off) and run."""
+    checked["go"] += 1
+    d = os.path.join(tmp, "go%d" % checked["go"])
+    os.makedirs(d)
+    with open(os.path.join(d, "main.go"), "w", encoding="utf-8") as f:
+        f.write(code)
+    with open(os.path.join(d, "go.mod"), "w", encoding="utf-8") as f:
+        f.write("module example\n\ngo 1.19\n\n"
+                "require github.com/libthp/libthp/bindings/go v0.0.0\n\n"
+                "replace github.com/libthp/libthp/bindings/go => %s\n"
+                % os.path.join(os.path.abspath(args.source), "bindings", "go"))
+    gobuild = os.path.join(os.path.abspath(args.build), "bindings", "go")
+    env = dict(os.environ, PKG_CONFIG_PATH=gobuild, GOPROXY="off", GOFLAGS="-mod=mod",
+               GOTOOLCHAIN="local", GOWORK="off", GOCACHE=os.path.join(gobuild, "gocache"),
+               GOPATH=os.path.join(gobuild, "gopath"), GOTMPDIR=gobuild)
+    r = run([args.go, "run", "."], what, timeout=300, env=env, cwd=d,
+            stdin=subprocess.DEVNULL)
+    if r is None:
+        return
+    if r.returncode != 0:
+        fail(what, "exits %d" % r.returncode, r.stdout + r.stderr + "\n" + code)
+    else:
+        print("ok   %s (Go): %s" % (what, r.stdout.strip().split("\n")[-1]))
+
+
 def thpctl_lines(text):
     """The thpctl command lines in a shell block (prompts, ExecStart= and
     comments removed)."""
@@ -195,6 +225,7 @@ def main():
     p.add_argument("--library", required=True)
     p.add_argument("--thpctl", required=True)
     p.add_argument("--no-python", action="store_true")
+    p.add_argument("--go", help="the go command (else ```go blocks are not run)")
     p.add_argument("--cflag", action="append", default=[])
     p.add_argument("cc", nargs="+")
     args = p.parse_args()
@@ -216,6 +247,8 @@ def main():
                     check_c(what, text, args, tmp)
                 elif lang == "python" and not args.no_python:
                     check_python(what, text, args, tmp)
+                elif lang == "go" and args.go:
+                    check_go(what, text, args, tmp)
                 elif lang == "sh":
                     for cmd in thpctl_lines(text):
                         check_thpctl(what, cmd, args, target.pid)
@@ -232,11 +265,11 @@ def main():
         target.kill()
         target.wait()
 
-    print("checked %(c)d C programs, %(python)d Python blocks, "
+    print("checked %(c)d C programs, %(python)d Python blocks, %(go)d Go programs, "
           "%(thpctl)d thpctl command lines" % checked)
     # An extractor that finds nothing would pass everything.
     if checked["c"] < 9 or checked["thpctl"] < 5 or \
-       (not args.no_python and checked["python"] < 1):
+       (not args.no_python and checked["python"] < 1) or (args.go and checked["go"] < 1):
         fail("extraction", "fewer examples found than README and man/ hold")
     if failures:
         print("%d example(s) failed" % len(failures))

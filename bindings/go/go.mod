@@ -1,0 +1,3 @@
+module github.com/libthp/libthp/bindings/go
+
+go 1.19
