@@ -146,7 +146,12 @@ struct thp_pidfd_info {
 };
 #define THP_PIDFD_INFO_CREDS (1ULL << 1)
 #define THP_PIDFD_INFO_COREDUMP (1ULL << 4)
+#define THP_PIDFD_COREDUMP_SKIP (1U << 1) /* not dumpable: SUID_DUMP_DISABLE */
 #define THP_PIDFD_COREDUMP_USER (1U << 2) /* dumpable as the user: SUID_DUMP_USER */
+#define THP_PIDFD_COREDUMP_ROOT (1U << 3) /* dumpable as root only: SUID_DUMP_ROOT */
+/* None of the three: the kernel had no mm to ask (a zombie leader), dumpability unknown. */
+#define THP_PIDFD_COREDUMP_KNOWN                                                                   \
+	(THP_PIDFD_COREDUMP_SKIP | THP_PIDFD_COREDUMP_USER | THP_PIDFD_COREDUMP_ROOT)
 #define THP_PIDFD_GET_INFO _IOWR(0xFF, 11, struct thp_pidfd_info)
 
 #endif /* THP_COMPAT_H */

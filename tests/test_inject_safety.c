@@ -563,6 +563,8 @@ static Suite *inject_safety_suite(void)
 	TCase *tc = tcase_create("inject_safety");
 
 	tcase_set_timeout(tc, 60);
+	/* Reading a filter needs CAP_SYS_ADMIN; the refusals are seen by a caller made nobody. */
+	tcase_set_tags(tc, PRIVILEGED_TAG);
 	tcase_add_test(tc, kill_on_prctl_refused);
 	tcase_add_test(tc, kill_on_set_thp_disable_refused);
 	tcase_add_test(tc, kill_on_prctl_madvise_allowed);
