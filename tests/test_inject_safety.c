@@ -673,6 +673,7 @@ struct sud_shared {
 	_Atomic int stop;            /* the target ends */
 	_Atomic unsigned long spins; /* it runs */
 	_Atomic unsigned long sigsys; /* SIGSYS its handler saw: it never made a call under BLOCK */
+	_Atomic int flipped;          /* the test, not the target, sets the selector */
 	uint64_t addr;
 };
 
@@ -718,7 +719,8 @@ static pid_t start_sud_target(struct sud_shared *sh, bool blocked, int *cmd)
 			sh->selector = THP_SYSCALL_DISPATCH_FILTER_BLOCK;
 			while (!atomic_load(&sh->stop)) {
 				atomic_fetch_add(&sh->spins, 1);
-				sh->selector = THP_SYSCALL_DISPATCH_FILTER_BLOCK;
+				if (!atomic_load(&sh->flipped))
+					sh->selector = THP_SYSCALL_DISPATCH_FILTER_BLOCK;
 			}
 			sh->selector = THP_SYSCALL_DISPATCH_FILTER_ALLOW;
 		} else {
@@ -775,6 +777,72 @@ static void sud_case(bool blocked)
 	munmap(sh, sizeof(*sh));
 }
 
+/* Flips the target's selector (shared memory) between ALLOW and BLOCK until told to stop. */
+static void *flip_selector(void *arg)
+{
+	struct sud_shared *sh = arg;
+
+	while (atomic_load(&sh->flipped) == 1) {
+		sh->selector = THP_SYSCALL_DISPATCH_FILTER_ALLOW;
+		usleep(30);
+		sh->selector = THP_SYSCALL_DISPATCH_FILTER_BLOCK;
+		usleep(30);
+	}
+	sh->selector = THP_SYSCALL_DISPATCH_FILTER_ALLOW;
+	return NULL;
+}
+
+/*
+ * The selector, in memory the test shares with the target, flips under the
+ * session (no thread of the target can, but another process can): a call
+ * checked at ALLOW may meet BLOCK and raise SIGSYS.  That SIGSYS is never
+ * delivered: each call is made or fails with EPERM, the target's handler
+ * never runs and it lives on.
+ */
+START_TEST(sud_selector_flips)
+{
+	struct sud_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int cmd, st, made = 0, refused = 0, raised = 0;
+	struct target t;
+	pthread_t th;
+
+	ck_assert(sh != MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	t.pid = start_sud_target(sh, true, &cmd);
+	t.addr = sh->addr;
+	t.pidfd = (int)syscall(__NR_pidfd_open, t.pid, 0);
+	ck_assert_int_ge(t.pidfd, 0);
+	atomic_store(&sh->flipped, 1);
+	ck_assert(pthread_create(&th, NULL, flip_selector, sh) == 0);
+	for (int i = 0; i < 300; i++) {
+		int ret = apply(&t, i & 1 ? THP_ADVICE_NOHUGE : THP_ADVICE_HUGE, NULL);
+
+		if (ret == 1) {
+			made++;
+			continue;
+		}
+		ck_assert_msg(ret == -EPERM, "ret %d (%s)", ret, thp_strerror_detail());
+		assert_detail("syscall user dispatch", NULL);
+		refused++;
+		raised += strstr(thp_strerror_detail(), "raised SIGSYS") != NULL;
+	}
+	atomic_store(&sh->flipped, 2);
+	pthread_join(th, NULL);
+	atomic_store(&sh->stop, 1);
+	ck_assert(write(cmd, "Q", 1) == 1);
+	ck_assert(waitpid(t.pid, &st, 0) == t.pid);
+	printf("sud_selector_flips: 300 calls: %d made, %d refused (%d after raising SIGSYS)\n",
+	       made, refused, raised);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status %#x", st);
+	ck_assert_msg(atomic_load(&sh->sigsys) == 0, "the target's handler saw %lu SIGSYS",
+		      atomic_load(&sh->sigsys));
+	close(cmd);
+	close(t.pidfd);
+	munmap(sh, sizeof(*sh));
+}
+END_TEST
+
 /* Selector at BLOCK: the injected call would raise SIGSYS; refused, the target untouched. */
 START_TEST(sud_blocked_refused)
 {
@@ -813,6 +881,7 @@ static Suite *inject_safety_suite(void)
 	tc = tcase_create("inject_safety_unprivileged");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, sud_blocked_refused);
+	tcase_add_test(tc, sud_selector_flips);
 	tcase_add_test(tc, sud_allowed_injected);
 	suite_add_tcase(s, tc);
 	return s;
