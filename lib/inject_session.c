@@ -396,23 +396,30 @@ static int hold_one(struct inject_session *s, pid_t tid)
 		s->held_cap = cap;
 	}
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
+		int e = errno;
 		long v = 0;
 
 		/* Exiting (or a zombie main thread): it runs no more code. */
-		if (errno == ESRCH || status_field(s->t->pid, tid, "\nState:", &v) || v == 'Z' ||
+		if (e == ESRCH || status_field(s->t->pid, tid, "\nState:", &v) || v == 'Z' ||
 		    v == 'X')
 			return 0;
-		if (errno == EPERM)
+		if (e == EPERM && status_field(s->t->pid, tid, "\nTracerPid:", &v) == 0 && v) {
+			report_set_detail("thread %d of process %d is traced by process %ld: the "
+					  "inject backend needs to stop every thread", (int)tid,
+					  (int)s->t->pid, v);
+			return -EBUSY;
+		}
+		if (e == EPERM)
 			return 0; /* exiting too: seizing the process's first thread worked */
 		report_set_detail("ptrace of thread %d of process %d failed: %s", (int)tid,
-				  (int)s->t->pid, strerror(errno));
-		return -errno;
+				  (int)s->t->pid, strerror(e));
+		return -e;
 	}
 	s->held[s->nheld].tid = tid;
 	s->held[s->nheld].stopped = false;
 	s->nheld++;
-	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
-		return 1; /* gone meanwhile: its wait says so */
+	/* Failing, it is gone meanwhile: its wait says so. */
+	ptrace(PTRACE_INTERRUPT, tid, 0, 0);
 	return 1;
 }
 
