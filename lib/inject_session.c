@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The inject session: stop one thread of another process with ptrace, run
- * system calls as that thread from a syscall instruction of its vDSO,
- * restore it exactly, detach.  The inject backend (backend_inject.c) and
+ * The inject session: stop every thread of another process with ptrace,
+ * run system calls as one of them from a syscall instruction of its vDSO,
+ * restore it exactly, detach them all.  The inject backend (backend_inject.c) and
  * the inject default mechanism (inject_default.c) are built on it.
  * x86_64 targets only.
  */
