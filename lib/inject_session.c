@@ -383,9 +383,57 @@ static long thread_syscall(pid_t pid, pid_t tid)
 	return strtol(buf, NULL, 10);
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A held thread's exec() replaced the process: it now has the process's
+ * id and is traced by us.  Stop it (a stop comes before it runs code of
+ * the new program) and detach it, registers untouched; the thread
+ * s->tid named is dead, so inject_end() leaves it alone.
+ */
+static void release_exec_winner(struct inject_session *s)
+{
+	pid_t pid = s->t->pid;
+	uint64_t t0 = mono_ns();
+
+	s->replaced = true;
+	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) < 0)
+		return;
+	while (mono_ns() - t0 < HOLD_WAIT_NS) {
+		siginfo_t si;
+
+		si.si_pid = 0;
+		/* Stops only, WEXITED left out: nothing is reaped here. */
+		if (waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG | __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (si.si_pid != pid) {
+			sched_yield();
+			continue;
+		}
+		if ((si.si_status >> 8) == PTRACE_EVENT_STOP || (si.si_status & 0x7f) == 0) {
+			ptrace(PTRACE_DETACH, pid, 0, 0);
+			return;
+		}
+		/* A signal before the stop: passed on as it came. */
+		if (ptrace(PTRACE_CONT, pid, 0, (void *)(long)(si.si_status & 0x7f)) < 0)
+			return;
+	}
+}
+
 /* Seize and interrupt one more thread; 1 held, 0 gone or exiting, -errno. */
 static int hold_one(struct inject_session *s, pid_t tid)
 {
+	long nr, v = 0;
+
 	if (s->nheld == s->held_cap) {
 		unsigned int cap = s->held_cap ? 2 * s->held_cap : 16;
 		struct inject_held *h = realloc(s->held, cap * sizeof(*h));
@@ -395,9 +443,16 @@ static int hold_one(struct inject_session *s, pid_t tid)
 		s->held = h;
 		s->held_cap = cap;
 	}
+	/*
+	 * A thread in execve() is about to replace the process (and kill the
+	 * thread we stopped), and installs no filter before: left alone, the
+	 * session then ends with -ESRCH as for an exec() elsewhere.
+	 */
+	nr = thread_syscall(s->t->pid, tid);
+	if (nr == SYS_execve || nr == SYS_execveat)
+		return 0;
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
 		int e = errno;
-		long v = 0;
 
 		/* Exiting (or a zombie main thread): it runs no more code. */
 		if (e == ESRCH || status_field(s->t->pid, tid, "\nState:", &v) || v == 'Z' ||
@@ -414,6 +469,18 @@ static int hold_one(struct inject_session *s, pid_t tid)
 		report_set_detail("ptrace of thread %d of process %d failed: %s", (int)tid,
 				  (int)s->t->pid, strerror(e));
 		return -e;
+	}
+	/*
+	 * Its exec() held the seize up and then ended: it is now the process's
+	 * main thread, under the process's id, and the thread we stopped is
+	 * gone.  Let it go and end the session.
+	 */
+	if (status_field(s->t->pid, tid, "\nState:", &v) == -ESRCH &&
+	    s->tid == s->t->pid && !still_stopped(s) &&
+	    status_field(s->t->pid, s->t->pid, "\nTracerPid:", &v) == 0 && v == getpid()) {
+		release_exec_winner(s);
+		report_set_detail("process %d exec()ed", (int)s->t->pid);
+		return -ESRCH;
 	}
 	s->held[s->nheld].tid = tid;
 	s->held[s->nheld].stopped = false;
@@ -454,12 +521,25 @@ static int held_settled(struct inject_held *h)
 	}
 }
 
-static uint64_t mono_ns(void)
+/*
+ * The thread we stopped is still there, as we left it: a thread that was
+ * entering execve() as we held it may have replaced the process meanwhile
+ * (its exec() kills every other thread), and now answers under the
+ * process's id, traced by us.  Then it is let go and the session ends.
+ * 0 or -ESRCH.
+ */
+static int still_ours(struct inject_session *s)
 {
-	struct timespec ts;
+	struct user_regs_struct now;
+	long v = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (ptrace(PTRACE_GETREGS, s->tid, 0, &now) == 0 && !memcmp(&now, &s->saved, sizeof(now)))
+		return 0;
+	if (s->tid == s->t->pid && status_field(s->t->pid, s->t->pid, "\nTracerPid:", &v) == 0 &&
+	    v == getpid())
+		release_exec_winner(s);
+	report_set_detail("process %d exec()ed or exited", (int)s->t->pid);
+	return -ESRCH;
 }
 
 /*
@@ -501,7 +581,7 @@ static int hold_others(struct inject_session *s)
 		if (err)
 			return err;
 		if (first == s->nheld)
-			return 0;
+			return still_ours(s);
 		t0 = mono_ns();
 		for (unsigned int i = first; i < s->nheld; i++) {
 			struct timespec ts = { 0, 50 * 1000 };
@@ -714,9 +794,15 @@ static int inject_end(struct inject_session *s)
 {
 	int err = 0;
 
-	if (!s->seized) {
+	if (!s->seized || s->replaced) {
+		/* Replaced: the thread we stopped died in another's exec(), which we let go. */
+		err = s->seized ? -ESRCH : 0;
+		s->seized = s->stopped = false;
 		release_held(s);
-		return 0;
+		if (s->filtered)
+			sf_free(&s->sf);
+		s->filtered = false;
+		return err;
 	}
 	/* Only a stopped tracee can be detached: stop it first if need be. */
 	if (!s->stopped && ptrace(PTRACE_INTERRUPT, s->tid, 0, 0) == 0 && wait_event_stop(s) == 0) {

@@ -29,6 +29,8 @@ struct inject_session {
 	 * with EINTR.  After a call it stops at syscall exit instead.
 	 */
 	bool in_signal_path;
+	/* A held thread's exec() killed the stopped thread and was let go. */
+	bool replaced;
 	/*
 	 * The target's other threads, seized and stopped for the session so
 	 * that none installs a filter or flips a dispatch selector meanwhile.
