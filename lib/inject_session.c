@@ -908,6 +908,9 @@ long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigne
 				goto gone;
 			s->stopped = false;
 			*err = inject_stop(s);
+			/* Its handler may have started a thread: held too. */
+			if (!*err)
+				*err = hold_others(s);
 			/* It ran: it may have exec()ed, with a vDSO elsewhere. */
 			if (!*err) {
 				s->syscall_ip = 0;
