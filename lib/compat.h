@@ -146,7 +146,33 @@ struct thp_pidfd_info {
 };
 #define THP_PIDFD_INFO_CREDS (1ULL << 1)
 #define THP_PIDFD_INFO_COREDUMP (1ULL << 4)
+#define THP_PIDFD_COREDUMP_SKIP (1U << 1) /* not dumpable: SUID_DUMP_DISABLE */
 #define THP_PIDFD_COREDUMP_USER (1U << 2) /* dumpable as the user: SUID_DUMP_USER */
+#define THP_PIDFD_COREDUMP_ROOT (1U << 3) /* dumpable as root only: SUID_DUMP_ROOT */
+/* None of the three: the kernel had no mm to ask (a zombie leader), dumpability unknown. */
+#define THP_PIDFD_COREDUMP_KNOWN                                                                   \
+	(THP_PIDFD_COREDUMP_SKIP | THP_PIDFD_COREDUMP_USER | THP_PIDFD_COREDUMP_ROOT)
 #define THP_PIDFD_GET_INFO _IOWR(0xFF, 11, struct thp_pidfd_info)
+
+/* Syscall user dispatch (PR_SET_SYSCALL_USER_DISPATCH 5.11; its ptrace config 6.4). */
+/* 0x4210 is PTRACE_SET_SYSCALL_USER_DISPATCH_CONFIG: never used here. */
+#define THP_PTRACE_GET_SUD_CONFIG 0x4211 /* PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG */
+struct thp_ptrace_sud_config {
+	__u64 mode;
+	__u64 selector;
+	__u64 offset;
+	__u64 len;
+};
+#ifndef PR_SET_SYSCALL_USER_DISPATCH
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#endif
+#define THP_PR_SYS_DISPATCH_OFF 0
+#define THP_PR_SYS_DISPATCH_EXCLUSIVE_ON 1 /* PR_SYS_DISPATCH_ON: calls outside [offset, offset+len) */
+#define THP_PR_SYS_DISPATCH_INCLUSIVE_ON 2 /* 6.16: calls inside the range */
+#define THP_SYSCALL_DISPATCH_FILTER_ALLOW 0
+#define THP_SYSCALL_DISPATCH_FILTER_BLOCK 1
+/* SIGSYS's si_code: from a seccomp filter, from syscall user dispatch. */
+#define THP_SYS_SECCOMP 1
+#define THP_SYS_USER_DISPATCH 2
 
 #endif /* THP_COMPAT_H */

@@ -33,27 +33,6 @@ static int yama_scope(void)
 	return (int)strtol(buf, NULL, 10);
 }
 
-/* 1 dumpable, 0 not, -1 cannot be seen (see peer.c for the two sources). */
-static int target_dumpable(const struct thp_target *t, pid_t pid)
-{
-	struct thp_pidfd_info info;
-	char path[64], buf[4096];
-	const char *p;
-	unsigned int euid, owner;
-
-	memset(&info, 0, sizeof(info));
-	info.mask = THP_PIDFD_INFO_COREDUMP;
-	if (t->pidfd >= 0 && sys_ioctl(t->pidfd, THP_PIDFD_GET_INFO, &info) == 0 &&
-	    (info.mask & THP_PIDFD_INFO_COREDUMP))
-		return (info.coredump_mask & THP_PIDFD_COREDUMP_USER) != 0;
-	/* A non-dumpable process's /proc files belong to root: telling only for a non-root one. */
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (sys_read_file(path, buf, sizeof(buf)) <= 0 || !(p = strstr(buf, "\nUid:")) ||
-	    sscanf(p + 5, "%*u %u", &euid) != 1 || euid == 0 || sys_file_owner(path, &owner))
-		return -1;
-	return owner == euid;
-}
-
 /*
  * 1 when the caller's capabilities are those it has in @pid's user
  * namespace (the same one), or when it cannot even read which namespace
@@ -123,7 +102,7 @@ int inject_may_ptrace(const struct thp_target *t, pid_t pid)
 				  (int)pid);
 		return -EPERM;
 	}
-	if (!cap && target_dumpable(t, pid) == 0 && caps_apply_to(pid)) {
+	if (!cap && target_dumpable(t) == 0 && caps_apply_to(pid)) {
 		report_set_detail("process %d is not dumpable (PR_SET_DUMPABLE 0, or a set-user-ID "
 				  "or file-capability program): only a caller with CAP_SYS_PTRACE "
 				  "may ptrace it, and this one has none; nothing was changed",
@@ -159,7 +138,7 @@ int inject_ptrace_refused(const struct thp_target *t, pid_t pid, int e)
 		report_set_detail("ptrace of process %d failed: %s", (int)pid, strerror(e));
 		return -e;
 	}
-	if (!cap && target_dumpable(t, pid) == 0)
+	if (!cap && target_dumpable(t) == 0)
 		report_set_detail("ptrace of process %d denied: it is not dumpable, and the caller "
 				  "has no CAP_SYS_PTRACE over it", (int)pid);
 	else if (scope == 1 && !cap && caller_is_ancestor(pid))

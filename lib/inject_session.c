@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The inject session: stop one thread of another process with ptrace, run
- * system calls as that thread from a syscall instruction of its vDSO,
- * restore it exactly, detach.  The inject backend (backend_inject.c) and
+ * The inject session: stop every thread of another process with ptrace,
+ * run system calls as one of them from a syscall instruction of its vDSO,
+ * restore it exactly, detach them all.  The inject backend (backend_inject.c) and
  * the inject default mechanism (inject_default.c) are built on it.
  * x86_64 targets only.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,11 +36,6 @@
 
 /* The 64-bit user code segment: any other means a 32-bit (compat) process. */
 #define USER64_CS 0x33
-/* Kernel-internal restart codes a stopped syscall may hold in rax. */
-#define ERESTARTSYS_ 512
-#define ERESTARTNOINTR_ 513
-#define ERESTARTNOHAND_ 514
-#define ERESTART_RESTARTBLOCK_ 516
 /* Retries when a signal comes between our resume and the injected syscall. */
 #define INJECT_RETRIES 64
 #define CAP_SYS_ADMIN_ 21
@@ -51,6 +47,8 @@
 #define INJECT_STOP_MS 250
 /* The longest sleep between two looks at a tracee that sends no event. */
 #define WAIT_SLICE_NS (5 * 1000 * 1000L)
+/* How long the target's other threads get to stop (a loaded machine's scheduling delay). */
+#define HOLD_WAIT_NS (2 * 1000 * 1000 * 1000L)
 
 
 /* A field of /proc/PID/task/TID/status: a number, or State's letter. */
@@ -295,35 +293,6 @@ static int wait_event_stop(struct inject_session *s)
 	}
 }
 
-/*
- * The registers the thread must resume with.  Stopped on its way out of
- * an interrupted system call, the kernel restarts that call in its signal
- * code after the stop; the thread leaves from our injected call's exit
- * instead, so do the restart here, as the kernel does when no handler
- * runs, and mark it done (orig_rax -1) so that it is not done twice.
- */
-static void restart_fixup(struct user_regs_struct *r)
-{
-	if ((long)r->orig_rax < 0)
-		return;
-	switch (-(long)r->rax) {
-	case ERESTARTSYS_:
-	case ERESTARTNOINTR_:
-	case ERESTARTNOHAND_:
-		r->rax = r->orig_rax;
-		r->rip -= 2;
-		r->orig_rax = (unsigned long)-1;
-		break;
-	case ERESTART_RESTARTBLOCK_:
-		r->rax = SYS_restart_syscall;
-		r->rip -= 2;
-		r->orig_rax = (unsigned long)-1;
-		break;
-	default:
-		break;
-	}
-}
-
 /* Stop the thread and save its registers; 0 or -errno. */
 static int inject_stop(struct inject_session *s)
 {
@@ -335,6 +304,12 @@ static int inject_stop(struct inject_session *s)
 	if (err)
 		return err;
 	s->stopped = true;
+	s->in_signal_path = true;
+	/*
+	 * Saved as they are, an interrupted call's -ERESTART* code included:
+	 * set back at a stop in the signal path, they let the kernel decide
+	 * between restart and EINTR when the thread goes on (inject_end()).
+	 */
 	if (ptrace(PTRACE_GETREGS, s->tid, 0, &s->saved) < 0)
 		return -ESRCH;
 	if (s->saved.cs != USER64_CS) {
@@ -342,7 +317,6 @@ static int inject_stop(struct inject_session *s)
 				  "x86_64 processes only", (int)s->tid);
 		return -EOPNOTSUPP;
 	}
-	restart_fixup(&s->saved);
 	return 0;
 }
 
@@ -376,6 +350,348 @@ static int find_syscall_ip(struct inject_session *s)
 		return -EOPNOTSUPP;
 	}
 	return err;
+}
+
+/* 1 when @tid blocks or ignores SIGSYS (SigBlk, SigIgn), 0 if not, -errno. */
+static int sigsys_held_back(pid_t pid, pid_t tid)
+{
+	char path[80], buf[4096];
+	const char *keys[] = { "\nSigBlk:", "\nSigIgn:" };
+	long n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
+	n = sys_read_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n == -ENOENT ? -ESRCH : (int)n;
+	for (size_t i = 0; i < 2; i++) {
+		const char *p = strstr(buf, keys[i]);
+
+		if (p && (strtoull(p + strlen(keys[i]), NULL, 16) >> (SIGSYS - 1) & 1))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Syscall user dispatch (Wine, Proton): a call from outside the allowed
+ * range while the selector says BLOCK raises SIGSYS in the target instead
+ * of running, and a SIGSYS forced on a thread that blocks or ignores it
+ * resets its handler and kills it.  Injected only when the call from the
+ * vDSO would not be dispatched: the range exempts it, or the selector byte
+ * is ALLOW now (no other thread can change it: they are all stopped).
+ * Where the kernel cannot report the setting (before 6.4, or a kernel that
+ * refuses PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG), a thread that blocks
+ * or ignores SIGSYS is refused: the one case where a dispatched call would
+ * do harm before inject_syscall() could drop its SIGSYS.  0 or -EPERM with
+ * detail.
+ */
+static int sud_check(struct inject_session *s)
+{
+	struct thp_ptrace_sud_config c;
+	unsigned long ip = s->syscall_ip + 2; /* the kernel sees the address after it */
+	bool in_range;
+	long word;
+	int r;
+
+	memset(&c, 0, sizeof(c));
+	if (ptrace(THP_PTRACE_GET_SUD_CONFIG, s->tid, (void *)sizeof(c), &c) < 0) {
+		if (errno == ESRCH)
+			return -ESRCH;
+		r = sigsys_held_back(s->t->pid, s->tid);
+		if (r <= 0)
+			return r;
+		report_set_detail("process %d blocks or ignores SIGSYS right now (as a SIGSYS "
+				  "handler does), and this kernel does not say whether it uses "
+				  "syscall user dispatch, which would then kill it for the injected "
+				  "call: not injected", (int)s->t->pid);
+		return -EPERM;
+	}
+	if (c.mode == THP_PR_SYS_DISPATCH_OFF)
+		return 0;
+	in_range = ip - c.offset < c.len;
+	if ((c.mode == THP_PR_SYS_DISPATCH_EXCLUSIVE_ON && in_range) ||
+	    (c.mode == THP_PR_SYS_DISPATCH_INCLUSIVE_ON && !in_range))
+		return 0;
+	if (c.selector &&
+	    (c.mode == THP_PR_SYS_DISPATCH_EXCLUSIVE_ON || c.mode == THP_PR_SYS_DISPATCH_INCLUSIVE_ON)) {
+		errno = 0;
+		word = ptrace(PTRACE_PEEKDATA, s->tid, (void *)(uintptr_t)c.selector, 0);
+		/* x86 is little-endian: the selector is the word's low byte. */
+		if (!errno && (word & 0xff) == THP_SYSCALL_DISPATCH_FILTER_ALLOW)
+			return 0;
+	}
+	report_set_detail("process %d uses syscall user dispatch (PR_SET_SYSCALL_USER_DISPATCH, "
+			  "as Wine does) and would get SIGSYS for a system call from its vDSO "
+			  "right now: not injected", (int)s->t->pid);
+	return -EPERM;
+}
+
+/*
+ * A SIGSYS that the injected call itself raised (seccomp's TRAP, or
+ * syscall user dispatch): its si_call_addr is the address after our
+ * syscall instruction.  Such a signal is never delivered to the target.
+ */
+static bool sigsys_is_ours(const struct inject_session *s, int sig)
+{
+	siginfo_t si;
+
+	if (sig != SIGSYS)
+		return false;
+	memset(&si, 0, sizeof(si));
+	if (ptrace(PTRACE_GETSIGINFO, s->tid, 0, &si) < 0)
+		return false;
+	return (si.si_code == THP_SYS_SECCOMP || si.si_code == THP_SYS_USER_DISPATCH) &&
+	       (unsigned long)si.si_call_addr == s->syscall_ip + 2;
+}
+
+/* @tid's current system call from /proc (its first number), or -1 (none, running, unknown). */
+static long thread_syscall(pid_t pid, pid_t tid)
+{
+	char path[80], buf[256];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	if (sys_read_file(path, buf, sizeof(buf)) <= 0 || buf[0] < '0' || buf[0] > '9')
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
+/*
+ * A held thread's exec() replaced the process: it now has the process's
+ * id and is traced by us.  Stop it (a stop comes before it runs code of
+ * the new program) and detach it, registers untouched; the thread
+ * s->tid named is dead, so inject_end() leaves it alone.
+ */
+static void release_exec_winner(struct inject_session *s)
+{
+	pid_t pid = s->t->pid;
+	uint64_t t0 = now_ns();
+
+	s->replaced = true;
+	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) < 0)
+		return;
+	while (now_ns() - t0 < HOLD_WAIT_NS) {
+		siginfo_t si;
+
+		si.si_pid = 0;
+		/* Stops only, WEXITED left out: nothing is reaped here. */
+		if (waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG | __WALL) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (si.si_pid != pid) {
+			sched_yield();
+			continue;
+		}
+		if ((si.si_status >> 8) == PTRACE_EVENT_STOP || (si.si_status & 0x7f) == 0) {
+			ptrace(PTRACE_DETACH, pid, 0, 0);
+			return;
+		}
+		/* A signal before the stop: passed on as it came. */
+		if (ptrace(PTRACE_CONT, pid, 0, (void *)(long)(si.si_status & 0x7f)) < 0)
+			return;
+	}
+}
+
+/* Seize and interrupt one more thread; 1 held, 0 gone or exiting, -errno. */
+static int hold_one(struct inject_session *s, pid_t tid)
+{
+	long nr, v = 0;
+
+	if (s->nheld == s->held_cap) {
+		unsigned int cap = s->held_cap ? 2 * s->held_cap : 16;
+		struct inject_held *h = realloc(s->held, cap * sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		s->held = h;
+		s->held_cap = cap;
+	}
+	/*
+	 * A thread in execve() is about to replace the process (and kill the
+	 * thread we stopped), and installs no filter before: left alone, the
+	 * session then ends with -ESRCH as for an exec() elsewhere.
+	 */
+	nr = thread_syscall(s->t->pid, tid);
+	if (nr == SYS_execve || nr == SYS_execveat)
+		return 0;
+	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
+		int e = errno;
+
+		/* Exiting (or a zombie main thread): it runs no more code. */
+		if (e == ESRCH || status_field(s->t->pid, tid, "\nState:", &v) || v == 'Z' ||
+		    v == 'X')
+			return 0;
+		if (e == EPERM && status_field(s->t->pid, tid, "\nTracerPid:", &v) == 0 && v) {
+			report_set_detail("thread %d of process %d is traced by process %ld: the "
+					  "inject backend needs to stop every thread", (int)tid,
+					  (int)s->t->pid, v);
+			return -EBUSY;
+		}
+		if (e == EPERM)
+			return 0; /* exiting too: seizing the process's first thread worked */
+		report_set_detail("ptrace of thread %d of process %d failed: %s", (int)tid,
+				  (int)s->t->pid, strerror(e));
+		return -e;
+	}
+	/*
+	 * Its exec() held the seize up and then ended: it is now the process's
+	 * main thread, under the process's id, and the thread we stopped is
+	 * gone.  Let it go and end the session.
+	 */
+	if (status_field(s->t->pid, tid, "\nState:", &v) == -ESRCH &&
+	    s->tid == s->t->pid && !still_stopped(s) &&
+	    status_field(s->t->pid, s->t->pid, "\nTracerPid:", &v) == 0 && v == getpid()) {
+		release_exec_winner(s);
+		report_set_detail("process %d exec()ed", (int)s->t->pid);
+		return -ESRCH;
+	}
+	s->held[s->nheld].tid = tid;
+	s->held[s->nheld].stopped = false;
+	s->nheld++;
+	/* Failing, it is gone meanwhile: its wait says so. */
+	ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+	return 1;
+}
+
+/* Look at one held thread's state changes: 1 stopped or gone, 0 still running. */
+static int held_settled(struct inject_held *h)
+{
+	for (;;) {
+		int st;
+		pid_t r = waitpid(h->tid, &st, __WALL | WNOHANG);
+
+		if (r == 0)
+			return 0;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || !WIFSTOPPED(st)) {
+			h->tid = 0; /* exited: reaped as its tracer, or not ours */
+			return 1;
+		}
+		if ((st >> 16) == PTRACE_EVENT_STOP) {
+			h->stopped = true;
+			return 1;
+		}
+		/*
+		 * A signal-delivery-stop before the interrupt's stop: the signal
+		 * goes on as it came; the pending stop then comes before the
+		 * thread runs any code of its own.
+		 */
+		if (ptrace(PTRACE_CONT, h->tid, 0, (void *)(long)WSTOPSIG(st)) < 0) {
+			h->tid = 0;
+			return 1;
+		}
+	}
+}
+
+/*
+ * The thread we stopped is still there, as we left it: a thread that was
+ * entering execve() as we held it may have replaced the process meanwhile
+ * (its exec() kills every other thread), and now answers under the
+ * process's id, traced by us.  Then it is let go and the session ends.
+ * 0 or -ESRCH.
+ */
+static int still_ours(struct inject_session *s)
+{
+	struct user_regs_struct now;
+	long v = 0;
+
+	if (ptrace(PTRACE_GETREGS, s->tid, 0, &now) == 0 && !memcmp(&now, &s->saved, sizeof(now)))
+		return 0;
+	if (s->tid == s->t->pid && status_field(s->t->pid, s->t->pid, "\nTracerPid:", &v) == 0 &&
+	    v == getpid())
+		release_exec_winner(s);
+	report_set_detail("process %d exec()ed or exited", (int)s->t->pid);
+	return -ESRCH;
+}
+
+/*
+ * Stop every other thread of the target for the session: then no thread
+ * can install a seccomp filter (TSYNC) or flip a dispatch selector between
+ * the checks and the injected call.  Threads created meanwhile (a clone()
+ * that ended as we stopped its caller) are taken in the next pass.  A
+ * thread that does not stop in time sleeps uninterruptibly (vfork(), disk
+ * I/O): its pending stop still comes before it runs any code of its own,
+ * so it is left to stop later, unless its system call is one that installs
+ * a filter.  0 or -errno with detail.
+ */
+static int hold_others(struct inject_session *s)
+{
+	for (;;) {
+		unsigned int first = s->nheld;
+		char dir[64];
+		struct dirent *d;
+		uint64_t t0;
+		DIR *dp;
+		int err = 0;
+
+		snprintf(dir, sizeof(dir), "/proc/%d/task", (int)s->t->pid);
+		dp = opendir(dir);
+		if (!dp)
+			return -ESRCH;
+		while (!err && (d = readdir(dp))) {
+			pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
+			bool known = tid == s->tid;
+
+			for (unsigned int i = 0; !known && i < s->nheld; i++)
+				known = s->held[i].tid == tid;
+			if (tid > 0 && !known)
+				err = hold_one(s, tid);
+			if (err > 0)
+				err = 0;
+		}
+		closedir(dp);
+		if (err)
+			return err;
+		if (first == s->nheld)
+			return still_ours(s);
+		t0 = now_ns();
+		for (unsigned int i = first; i < s->nheld; i++) {
+			struct timespec ts = { 0, 50 * 1000 };
+			unsigned int polls = 0;
+
+			/* Yield first: the thread needs a CPU to reach its stop. */
+			while (s->held[i].tid && !s->held[i].stopped && !held_settled(&s->held[i]) &&
+			       now_ns() - t0 < HOLD_WAIT_NS) {
+				if (polls++ < 100)
+					sched_yield();
+				else
+					nanosleep(&ts, NULL);
+			}
+			if (s->held[i].tid && !s->held[i].stopped) {
+				long nr = thread_syscall(s->t->pid, s->held[i].tid);
+
+				if (nr == SYS_seccomp || nr == SYS_prctl || nr < 0) {
+					report_set_detail("thread %d of process %d did not stop within "
+							  "2 s: not injected", (int)s->held[i].tid,
+							  (int)s->t->pid);
+					return -EAGAIN;
+				}
+			}
+		}
+	}
+}
+
+/* Let the held threads go on: each detached where it stopped. */
+static void release_held(struct inject_session *s)
+{
+	for (unsigned int i = 0; i < s->nheld; i++) {
+		struct inject_held *h = &s->held[i];
+
+		if (h->tid && !h->stopped)
+			held_settled(h);
+		/*
+		 * One still running sleeps uninterruptibly and cannot be detached;
+		 * it stays traced until it stops (its pending stop) or this
+		 * process (a helper running the session) exits.
+		 */
+		if (h->tid && h->stopped)
+			ptrace(PTRACE_DETACH, h->tid, 0, 0);
+	}
+	free(s->held);
+	s->held = NULL;
+	s->nheld = s->held_cap = 0;
 }
 
 int inject_begin(struct inject_session *s, const struct thp_target *t)
@@ -442,12 +758,18 @@ int inject_begin(struct inject_session *s, const struct thp_target *t)
 	if (target_alive(t))
 		return -ESRCH;
 	err = inject_stop(s);
+	if (!err)
+		err = hold_others(s);
+	if (!err)
+		err = find_syscall_ip(s);
+	if (!err)
+		err = sud_check(s);
 	if (err)
 		return err;
-	err = find_syscall_ip(s);
-	if (err)
-		return err;
-	/* Looked at again stopped: a filter may have come since (TSYNC from another thread). */
+	/*
+	 * Looked at again with every thread stopped: a filter may have come
+	 * since (TSYNC from another thread), none can come now.
+	 */
 	err = status_field(s->t->pid, s->tid, "\nSeccomp:", &v);
 	if (err == -ENOENT || (!err && !v))
 		return 0; /* no seccomp in this kernel, or none for this thread */
@@ -481,9 +803,9 @@ static const char *call_name(long nr, unsigned long a1, unsigned long a3, char *
  * filters would not simply let it through (the detail says what they
  * would do).  Asked for every call of a request before the first runs,
  * and again by inject_syscall() for the one it is about to run, which
- * first looks for a filter added since (@probe).  One added by another
- * thread of the target after that look, before the call, is not seen:
- * the kernel offers no way to hold a process's filters still.
+ * first looks for a filter added since (@probe): the stopped thread
+ * itself may have added one in a signal handler it ran meanwhile; every
+ * other thread is held stopped for the session.
  */
 int inject_vet(struct inject_session *s, bool probe, long nr, unsigned long a1,
 		      unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5)
@@ -509,28 +831,60 @@ int inject_vet(struct inject_session *s, bool probe, long nr, unsigned long a1,
 }
 
 /*
- * Leave the thread as it was and detach.  A signal that arrived meanwhile
- * stays pending and is delivered once it runs; a group-stop in force
- * stops it again at detach.
+ * Back from a syscall-exit-stop into the kernel's signal path: an
+ * interrupt, and the event stop it brings before any code of the thread
+ * runs (get_signal() takes a pending trap before any signal).
+ */
+static int return_to_signal_path(struct inject_session *s)
+{
+	if (ptrace(PTRACE_INTERRUPT, s->tid, 0, 0) < 0 || ptrace(PTRACE_CONT, s->tid, 0, 0) < 0)
+		return -ESRCH;
+	s->stopped = false;
+	if (wait_event_stop(s))
+		return -ESRCH;
+	s->stopped = s->in_signal_path = true;
+	return 0;
+}
+
+/*
+ * Leave the thread as it was and detach.  Detached inside the signal path
+ * with its own registers, it goes on as the kernel would have had it go
+ * on without us: a signal that arrived meanwhile is delivered, and the
+ * call it was interrupted in is restarted or fails with EINTR as that
+ * signal's SA_RESTART says (or restarted when none came); a group-stop in
+ * force stops it again at detach.
  */
 static int inject_end(struct inject_session *s)
 {
 	int err = 0;
 
-	if (!s->seized)
-		return 0;
+	if (!s->seized || s->replaced) {
+		/* Replaced: the thread we stopped died in another's exec(), which we let go. */
+		err = s->seized ? -ESRCH : 0;
+		s->seized = s->stopped = false;
+		release_held(s);
+		if (s->filtered)
+			sf_free(&s->sf);
+		s->filtered = false;
+		return err;
+	}
 	/* Only a stopped tracee can be detached: stop it first if need be. */
 	if (!s->stopped && ptrace(PTRACE_INTERRUPT, s->tid, 0, 0) == 0 && wait_event_stop(s) == 0) {
 		err = -ESRCH; /* not the state we meant to leave it in */
 		s->stopped = ptrace(PTRACE_DETACH, s->tid, 0, 0) < 0;
 		s->seized = false;
+		release_held(s);
 		return err;
 	}
+	if (s->stopped && !s->in_signal_path && return_to_signal_path(s))
+		err = -ESRCH;
 	if (s->stopped && ptrace(PTRACE_SETREGS, s->tid, 0, &s->saved) < 0)
 		err = -ESRCH;
+	/* Data 0: a signal-delivery-stop's signal (one our call raised) is dropped. */
 	if (ptrace(PTRACE_DETACH, s->tid, 0, 0) < 0 && !err)
 		err = -ESRCH;
 	s->seized = s->stopped = false;
+	release_held(s);
 	if (s->filtered)
 		sf_free(&s->sf);
 	s->filtered = false;
@@ -565,6 +919,7 @@ long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigne
 		if (ptrace(PTRACE_SETREGS, s->tid, 0, &r) < 0 ||
 		    ptrace(PTRACE_SYSCALL, s->tid, 0, 0) < 0)
 			goto gone;
+		s->in_signal_path = false;
 		for (;;) {
 			/*
 			 * Not bounded: the thread holds the injected registers
@@ -595,21 +950,44 @@ long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigne
 					goto gone;
 				continue;
 			}
+			if (sigsys_is_ours(s, WSTOPSIG(st))) {
+				/*
+				 * Raised by our call (dispatch or a filter's TRAP), in
+				 * place of it: dropped at detach, never delivered.
+				 */
+				if (ptrace(PTRACE_SETREGS, s->tid, 0, &s->saved) < 0)
+					goto gone;
+				s->in_signal_path = true;
+				report_set_detail("the injected %s raised SIGSYS in process %d "
+						  "(syscall user dispatch or a seccomp filter): not "
+						  "run, and the signal not delivered",
+						  call_name(nr, a1, a3, (char[48]){ 0 }, 48),
+						  (int)s->t->pid);
+				*err = -EPERM;
+				return -EPERM;
+			}
 			/*
 			 * A signal before the call: give the thread back its own
-			 * registers, let it take the signal as it would have, stop
-			 * it again and retry from there.
+			 * registers, as the kernel left them, let it take the
+			 * signal as it would have (its handler's SA_RESTART decides
+			 * between restart and EINTR), stop it again and retry.
 			 */
 			if (ptrace(PTRACE_SETREGS, s->tid, 0, &s->saved) < 0 ||
 			    ptrace(PTRACE_CONT, s->tid, 0, (void *)(long)WSTOPSIG(st)) < 0)
 				goto gone;
 			s->stopped = false;
 			*err = inject_stop(s);
+			/* Its handler may have started a thread: held too. */
+			if (!*err)
+				*err = hold_others(s);
 			/* It ran: it may have exec()ed, with a vDSO elsewhere. */
 			if (!*err) {
 				s->syscall_ip = 0;
 				*err = find_syscall_ip(s);
 			}
+			/* Its handler may have flipped its dispatch selector. */
+			if (!*err)
+				*err = sud_check(s);
 			if (*err)
 				return *err;
 			break;

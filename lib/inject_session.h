@@ -23,6 +23,26 @@ struct inject_session {
 	bool filtered;	    /* seccomp filter mode: each call is vetted by sf */
 	bool unstoppable;   /* a stop did not come in time: no more waits for one */
 	struct sf_filters sf;
+	/*
+	 * The thread stops inside the kernel's signal path (an event stop, or
+	 * a signal-delivery-stop whose signal is dropped): detached there with
+	 * @saved, the kernel itself restarts its interrupted call or fails it
+	 * with EINTR.  After a call it stops at syscall exit instead.
+	 */
+	bool in_signal_path;
+	/* A held thread's exec() killed the stopped thread and was let go. */
+	bool replaced;
+	/*
+	 * The target's other threads, seized and stopped for the session so
+	 * that none installs a filter or flips a dispatch selector meanwhile.
+	 * A helper process that exits abandons them safely: the kernel
+	 * detaches every tracee of an exiting tracer.
+	 */
+	struct inject_held {
+		pid_t tid;
+		bool stopped;
+	} *held;
+	unsigned int nheld, held_cap;
 };
 
 /* Seize and stop a thread of @t; 0 or -errno with a detail. */

@@ -118,6 +118,14 @@ int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
  * (the detail says why), -ESRCH or another -errno.
  */
 int target_is_peer(const struct thp_target *t);
+/*
+ * 1 when @t is dumpable (PR_GET_DUMPABLE 1), 0 when not, -1 when it
+ * cannot be seen (a target running as root before 6.16, whose /proc
+ * files are root's either way).  Asked of a live thread: an exited main
+ * thread has no mm, and its answers would say "not dumpable" or "its
+ * user's", whatever the process is.
+ */
+int target_dumpable(const struct thp_target *t);
 
 /* ---- validate.c: request checks done before any system call ---- */
 

@@ -17,10 +17,14 @@
  * dumpability from 6.16), so a reused PID cannot answer for the process;
  * before that from /proc/PID/status, checked against the pidfd afterwards.
  * There, dumpability shows only for a target not running as root: the
- * kernel hands the /proc files of a non-dumpable process to root.
+ * kernel hands the /proc files of a non-dumpable process to root.  Either
+ * way it is asked of a live thread: an exited main thread has no mm, and
+ * the kernel then reports it as neither dumpable nor not.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "compat.h"
@@ -49,9 +53,73 @@ static int creds_from_pidfd(const struct thp_target *t, struct peer_creds *c)
 	c->gid[1] = info.egid;
 	c->gid[2] = info.sgid;
 	c->dumpable = -1;
-	if (info.mask & THP_PIDFD_INFO_COREDUMP)
+	if ((info.mask & THP_PIDFD_INFO_COREDUMP) && (info.coredump_mask & THP_PIDFD_COREDUMP_KNOWN))
 		c->dumpable = (info.coredump_mask & THP_PIDFD_COREDUMP_USER) != 0;
 	return 0;
+}
+
+/*
+ * The status of a live thread of @pid in @path (its main thread's while
+ * that one lives): 0, or -ESRCH when none is left.
+ */
+static int live_thread_status(pid_t pid, char *path, size_t len, char *buf, size_t buflen)
+{
+	char dir[64];
+	struct dirent *d;
+	DIR *dp;
+	int err = -ESRCH;
+
+	snprintf(path, len, "/proc/%d/task/%d/status", (int)pid, (int)pid);
+	if (sys_read_file(path, buf, buflen) > 0 && !strstr(buf, "\nState:\tZ") &&
+	    !strstr(buf, "\nState:\tX"))
+		return 0;
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	dp = opendir(dir);
+	if (!dp)
+		return -ESRCH;
+	while (err && (d = readdir(dp))) {
+		long tid = strtol(d->d_name, NULL, 10);
+
+		if (tid <= 0 || tid == pid)
+			continue;
+		snprintf(path, len, "/proc/%d/task/%ld/status", (int)pid, tid);
+		if (sys_read_file(path, buf, buflen) > 0 && !strstr(buf, "\nState:\tZ") &&
+		    !strstr(buf, "\nState:\tX"))
+			err = 0;
+	}
+	closedir(dp);
+	return err;
+}
+
+/*
+ * Dumpability from /proc: the kernel hands the files of a non-dumpable
+ * process to root, so a live thread's status file owned by its effective
+ * user means dumpable; a target running as root cannot tell.  1, 0 or -1.
+ */
+static int dumpable_from_proc(const struct thp_target *t)
+{
+	char path[80], buf[4096];
+	const char *p;
+	unsigned int euid, owner;
+
+	/* No Vm lines: the thread is exiting, its mm gone, and its files are root's. */
+	if (live_thread_status(t->pid, path, sizeof(path), buf, sizeof(buf)) ||
+	    !strstr(buf, "\nVmSize:") || !(p = strstr(buf, "\nUid:")) ||
+	    sscanf(p + 5, "%*u %u", &euid) != 1 || euid == 0 || sys_file_owner(path, &owner))
+		return -1;
+	return target_alive(t) ? -1 : owner == euid;
+}
+
+int target_dumpable(const struct thp_target *t)
+{
+	struct thp_pidfd_info info;
+
+	memset(&info, 0, sizeof(info));
+	info.mask = THP_PIDFD_INFO_COREDUMP;
+	if (t->pidfd >= 0 && sys_ioctl(t->pidfd, THP_PIDFD_GET_INFO, &info) == 0 &&
+	    (info.mask & THP_PIDFD_INFO_COREDUMP) && (info.coredump_mask & THP_PIDFD_COREDUMP_KNOWN))
+		return (info.coredump_mask & THP_PIDFD_COREDUMP_USER) != 0;
+	return dumpable_from_proc(t);
 }
 
 static int ids_from_status(const char *buf, const char *key, uint32_t id[3])
@@ -66,7 +134,6 @@ static int ids_from_status(const char *buf, const char *key, uint32_t id[3])
 static int creds_from_proc(const struct thp_target *t, struct peer_creds *c)
 {
 	char path[64], buf[4096];
-	uint32_t owner;
 	long n;
 	int r;
 
@@ -79,9 +146,7 @@ static int creds_from_proc(const struct thp_target *t, struct peer_creds *c)
 		r = ids_from_status(buf, "\nGid:", c->gid);
 	if (r)
 		return r;
-	c->dumpable = -1;
-	if (c->uid[1] != 0 && sys_file_owner(path, &owner) == 0)
-		c->dumpable = owner == c->uid[1];
+	c->dumpable = -1; /* asked below, of a live thread */
 	/* Read by PID: still the process behind the pidfd? */
 	return target_alive(t);
 }
@@ -122,6 +187,8 @@ int target_is_peer(const struct thp_target *t)
 		r = creds_from_proc(t, &c);
 	if (r)
 		return r;
+	if (c.dumpable < 0)
+		c.dumpable = dumpable_from_proc(t);
 	for (int i = 0; i < 3; i++)
 		if (c.uid[i] != uid || c.gid[i] != gid) {
 			report_set_detail("process %d is not the caller's peer: its real, effective and "

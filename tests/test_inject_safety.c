@@ -8,7 +8,10 @@
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -557,12 +560,311 @@ START_TEST(other_user_refused)
 }
 END_TEST
 
+/* TSYNC trials: THP_TEST_TSYNC_TRIALS sets another count. */
+static int tsync_trials(void)
+{
+	const char *e = getenv("THP_TEST_TSYNC_TRIALS");
+
+	return e && atoi(e) > 0 ? atoi(e) : 200;
+}
+
+/* The racing thread: a while after its cue, a filter killing on prctl() for every thread. */
+static void *install_tsync_filter(void *arg)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	const int *cue = arg;
+	unsigned int delay_us;
+	char c;
+
+	if (read(cue[0], &delay_us, sizeof(delay_us)) != sizeof(delay_us) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		_exit(5);
+	usleep(delay_us);
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog))
+		_exit(6);
+	(void)c;
+	return NULL;
+}
+
+/*
+ * A thread of the target installs, with TSYNC, a filter that kills the
+ * process on prctl() at a random moment while the test injects prctl()
+ * calls one session after another: each call is made before the filter
+ * (and succeeds) or refused after it, and the target never dies.
+ */
+START_TEST(tsync_filter_during_sessions)
+{
+	int trials = tsync_trials(), deaths = 0, refused = 0, made = 0;
+
+	signal(SIGPIPE, SIG_IGN); /* a dead target's pipe */
+	srand(38);
+	for (int trial = 0; trial < trials; trial++) {
+		int cmd[2], cue[2], st;
+		unsigned int delay_us = (unsigned int)(rand() % 3000);
+		struct target t;
+		bool seen = false;
+		char detail[512] = "";
+		int other = 0;
+		pid_t pid;
+
+		ck_assert(pipe(cmd) == 0 && pipe(cue) == 0);
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			pthread_t th;
+			char c;
+
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (pthread_create(&th, NULL, install_tsync_filter, cue))
+				_exit(4);
+			if (read(cmd[0], &c, 1) != 1)
+				_exit(1);
+			_exit(0);
+		}
+		t.pid = pid;
+		t.pidfd = (int)syscall(__NR_pidfd_open, pid, 0);
+		ck_assert_int_ge(t.pidfd, 0);
+		ck_assert(write(cue[1], &delay_us, sizeof(delay_us)) == sizeof(delay_us));
+		for (int i = 0; i < 400 && !seen; i++) {
+			int r = set_default(&t, i & 1 ? THP_POLICY_SYSTEM : THP_POLICY_NEVER);
+
+			if (r == 0) {
+				made++;
+				continue;
+			}
+			if (r != -EPERM) {
+				other = r; /* the target killed mid-session, or a failure */
+				snprintf(detail, sizeof(detail), "%s", thp_strerror_detail());
+				break;
+			}
+			seen = true;
+			refused++;
+		}
+		ck_assert(write(cmd[1], "Q", 1) == 1 || errno == EPIPE);
+		ck_assert(waitpid(pid, &st, 0) == pid);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			deaths++;
+		else
+			ck_assert_msg(!other, "trial %d: %d (%s)", trial, other, detail);
+		close(cmd[0]);
+		close(cmd[1]);
+		close(cue[0]);
+		close(cue[1]);
+		close(t.pidfd);
+	}
+	printf("tsync_filter_during_sessions: %d trials, %d calls made, %d refused after the "
+	       "filter, %d targets dead\n", trials, made, refused, deaths);
+	ck_assert_int_eq(deaths, 0);
+}
+END_TEST
+
+/* The syscall user dispatch target's state, shared with the test (MAP_SHARED before fork). */
+struct sud_shared {
+	volatile char selector;      /* SYSCALL_DISPATCH_FILTER_ALLOW or _BLOCK */
+	_Atomic int stop;            /* the target ends */
+	_Atomic unsigned long spins; /* it runs */
+	_Atomic unsigned long sigsys; /* SIGSYS its handler saw: it never made a call under BLOCK */
+	_Atomic int flipped;          /* the test, not the target, sets the selector */
+	uint64_t addr;
+};
+
+static struct sud_shared *sud_sh;
+
+/* As Wine's: allow system calls again (its own sigreturn is one). */
+static void on_sigsys(int sig)
+{
+	(void)sig;
+	sud_sh->selector = THP_SYSCALL_DISPATCH_FILTER_ALLOW;
+	atomic_fetch_add(&sud_sh->sigsys, 1);
+}
+
+/*
+ * A target under syscall user dispatch with no exempt range, as Wine runs
+ * Windows code: @blocked, it spins with its selector at BLOCK, making no
+ * system call at all; else it sleeps in read() with the selector at ALLOW.
+ */
+static pid_t start_sud_target(struct sud_shared *sh, bool blocked, int *cmd)
+{
+	int p[2];
+	pid_t pid;
+
+	ck_assert(pipe(p) == 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct sigaction sa = { .sa_handler = on_sigsys };
+		unsigned char *m = map_aligned(4, 0);
+		char c;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(p[1]);
+		sud_sh = sh;
+		touch_range(m, REGION);
+		sh->addr = (uintptr_t)m;
+		sh->selector = THP_SYSCALL_DISPATCH_FILTER_ALLOW;
+		if (sigaction(SIGSYS, &sa, NULL) ||
+		    prctl(PR_SET_SYSCALL_USER_DISPATCH, (unsigned long)THP_PR_SYS_DISPATCH_EXCLUSIVE_ON,
+			  0UL, 0UL, &sh->selector))
+			_exit(3);
+		if (blocked) {
+			sh->selector = THP_SYSCALL_DISPATCH_FILTER_BLOCK;
+			while (!atomic_load(&sh->stop)) {
+				atomic_fetch_add(&sh->spins, 1);
+				if (!atomic_load(&sh->flipped))
+					sh->selector = THP_SYSCALL_DISPATCH_FILTER_BLOCK;
+			}
+			sh->selector = THP_SYSCALL_DISPATCH_FILTER_ALLOW;
+		} else {
+			atomic_fetch_add(&sh->spins, 1);
+			if (read(p[0], &c, 1) != 1)
+				_exit(4);
+		}
+		_exit(0);
+	}
+	close(p[0]);
+	*cmd = p[1];
+	while (!atomic_load(&sh->spins)) {
+		ck_assert_msg(waitpid(pid, &(int){ 0 }, WNOHANG) == 0, "the target did not start");
+		sched_yield();
+	}
+	return pid;
+}
+
+static void sud_case(bool blocked)
+{
+	struct sud_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct smaps_info si;
+	struct target t;
+	int cmd, st, ret;
+
+	ck_assert(sh != MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	t.pid = start_sud_target(sh, blocked, &cmd);
+	t.addr = sh->addr;
+	t.pidfd = (int)syscall(__NR_pidfd_open, t.pid, 0);
+	ck_assert_int_ge(t.pidfd, 0);
+	/* A few times: each a chance for a SIGSYS to reach it. */
+	for (int i = 0; i < 20; i++) {
+		ret = apply(&t, THP_ADVICE_HUGE, NULL);
+		if (blocked) {
+			ck_assert_msg(ret == -EPERM, "ret %d (%s)", ret, thp_strerror_detail());
+			assert_detail("syscall user dispatch", NULL);
+		} else {
+			ck_assert_msg(ret == 1, "ret %d (%s)", ret, thp_strerror_detail());
+		}
+	}
+	ck_assert(smaps_lookup(t.pid, t.addr, &si) == 0 && si.found);
+	ck_assert_int_eq(si.hg, !blocked);
+	atomic_store(&sh->stop, 1);
+	ck_assert(write(cmd, "Q", 1) == 1);
+	ck_assert(waitpid(t.pid, &st, 0) == t.pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status %#x%s", st,
+		      WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS ? " (killed by SIGSYS)" : "");
+	ck_assert_msg(atomic_load(&sh->sigsys) == 0, "the target's handler saw %lu SIGSYS",
+		      atomic_load(&sh->sigsys));
+	close(cmd);
+	close(t.pidfd);
+	munmap(sh, sizeof(*sh));
+}
+
+/* Flips the target's selector (shared memory) between ALLOW and BLOCK until told to stop. */
+static void *flip_selector(void *arg)
+{
+	struct sud_shared *sh = arg;
+
+	while (atomic_load(&sh->flipped) == 1) {
+		sh->selector = THP_SYSCALL_DISPATCH_FILTER_ALLOW;
+		usleep(30);
+		sh->selector = THP_SYSCALL_DISPATCH_FILTER_BLOCK;
+		usleep(30);
+	}
+	sh->selector = THP_SYSCALL_DISPATCH_FILTER_ALLOW;
+	return NULL;
+}
+
+/*
+ * The selector, in memory the test shares with the target, flips under the
+ * session (no thread of the target can, but another process can): a call
+ * checked at ALLOW may meet BLOCK and raise SIGSYS.  That SIGSYS is never
+ * delivered: each call is made or fails with EPERM, the target's handler
+ * never runs and it lives on.
+ */
+START_TEST(sud_selector_flips)
+{
+	struct sud_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int cmd, st, made = 0, refused = 0, raised = 0;
+	struct target t;
+	pthread_t th;
+
+	ck_assert(sh != MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	t.pid = start_sud_target(sh, true, &cmd);
+	t.addr = sh->addr;
+	t.pidfd = (int)syscall(__NR_pidfd_open, t.pid, 0);
+	ck_assert_int_ge(t.pidfd, 0);
+	atomic_store(&sh->flipped, 1);
+	ck_assert(pthread_create(&th, NULL, flip_selector, sh) == 0);
+	for (int i = 0; i < 300; i++) {
+		int ret = apply(&t, i & 1 ? THP_ADVICE_NOHUGE : THP_ADVICE_HUGE, NULL);
+
+		if (ret == 1) {
+			made++;
+			continue;
+		}
+		ck_assert_msg(ret == -EPERM, "ret %d (%s)", ret, thp_strerror_detail());
+		assert_detail("syscall user dispatch", NULL);
+		refused++;
+		raised += strstr(thp_strerror_detail(), "raised SIGSYS") != NULL;
+	}
+	atomic_store(&sh->flipped, 2);
+	pthread_join(th, NULL);
+	atomic_store(&sh->stop, 1);
+	ck_assert(write(cmd, "Q", 1) == 1);
+	ck_assert(waitpid(t.pid, &st, 0) == t.pid);
+	printf("sud_selector_flips: 300 calls: %d made, %d refused (%d after raising SIGSYS)\n",
+	       made, refused, raised);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status %#x", st);
+	ck_assert_msg(atomic_load(&sh->sigsys) == 0, "the target's handler saw %lu SIGSYS",
+		      atomic_load(&sh->sigsys));
+	close(cmd);
+	close(t.pidfd);
+	munmap(sh, sizeof(*sh));
+}
+END_TEST
+
+/* Selector at BLOCK: the injected call would raise SIGSYS; refused, the target untouched. */
+START_TEST(sud_blocked_refused)
+{
+	sud_case(true);
+}
+END_TEST
+
+/* Selector at ALLOW: the call from the vDSO goes through as any other. */
+START_TEST(sud_allowed_injected)
+{
+	sud_case(false);
+}
+END_TEST
+
 static Suite *inject_safety_suite(void)
 {
 	Suite *s = suite_create("inject_safety");
 	TCase *tc = tcase_create("inject_safety");
 
 	tcase_set_timeout(tc, 60);
+	/* Reading a filter needs CAP_SYS_ADMIN; the refusals are seen by a caller made nobody. */
+	tcase_set_tags(tc, PRIVILEGED_TAG);
 	tcase_add_test(tc, kill_on_prctl_refused);
 	tcase_add_test(tc, kill_on_set_thp_disable_refused);
 	tcase_add_test(tc, kill_on_prctl_madvise_allowed);
@@ -573,6 +875,14 @@ static Suite *inject_safety_suite(void)
 	tcase_add_test(tc, filter_unreadable_without_sys_admin);
 	tcase_add_test(tc, not_dumpable_refused);
 	tcase_add_test(tc, other_user_refused);
+	tcase_add_test(tc, tsync_filter_during_sessions);
+	suite_add_tcase(s, tc);
+	/* No privilege needed: also run as nobody (inject-unprivileged). */
+	tc = tcase_create("inject_safety_unprivileged");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, sud_blocked_refused);
+	tcase_add_test(tc, sud_selector_flips);
+	tcase_add_test(tc, sud_allowed_injected);
 	suite_add_tcase(s, tc);
 	return s;
 }
