@@ -79,7 +79,7 @@ void raw_madvise_loop(const struct iovec *iov, size_t n, int advice);
  * @n mappings of RANGE_LEN at 2 MiB-aligned starts RANGE_STRIDE apart, as
  * ranges and as iovecs; returns the first.
  */
-#define RANGE_LEN MIB          /* per mapping, at a 2 MiB-aligned start */
+#define RANGE_LEN MIB	       /* per mapping, at a 2 MiB-aligned start */
 #define RANGE_STRIDE (4 * MIB) /* leaves an unmapped guard gap */
 char *map_ranges(size_t n, struct thp_range *r, struct iovec *iov);
 void unmap_ranges(size_t n, const struct iovec *iov);
