@@ -153,15 +153,6 @@ static const char *source_name(uint32_t source)
 	return source == THP_FOLIO_SOURCE_KPAGEFLAGS ? "pagemap+kpageflags" : "none";
 }
 
-/* "64K", "2M": a folio size as the column headers and the JSON-free text show it. */
-static void size_label(uint64_t size, char *buf, size_t len)
-{
-	if (size >= (1u << 20) && !(size & ((1u << 20) - 1)))
-		snprintf(buf, len, "%lluM", (unsigned long long)(size >> 20));
-	else
-		snprintf(buf, len, "%lluK", (unsigned long long)(size >> 10));
-}
-
 /* Does a huge policy get folios of @size here (thp_probe())? */
 static bool size_policy(const struct status_data *d, uint64_t size)
 {
@@ -188,7 +179,7 @@ static void print_sizes(const struct status_data *d)
 
 		if (!d->q.sizes[i].bytes && !pol)
 			continue;
-		size_label(d->q.sizes[i].size, label, sizeof(label));
+		thpd_size_label(d->q.sizes[i].size, label, sizeof(label));
 		printf(", %s%s %llu kB", label, pol ? "*" : "",
 		       (unsigned long long)(d->q.sizes[i].bytes >> 10));
 	}
@@ -252,7 +243,7 @@ static void print_text(const struct status_opts *o, const struct status_data *d)
 
 		if (!size_column(d, i))
 			continue;
-		size_label(d->q.sizes[i].size, label, sizeof(label) - 3);
+		thpd_size_label(d->q.sizes[i].size, label, sizeof(label) - 3);
 		strcat(label, "_KB");
 		printf("%10s ", label);
 	}
