@@ -15,8 +15,10 @@ the library, as in C.  Buffer objects given as ranges stay alive and
 exported (cannot be closed or resized) until the C call has returned.
 """
 
-import ctypes
-import ctypes.util
+# The standard-library names the one-file module imported: `from thp import
+# ctypes` and the like worked, so they still do.
+import ctypes  # noqa: F401
+import ctypes.util  # noqa: F401
 import enum
 import mmap
 import operator
