@@ -186,3 +186,24 @@ thpd_request = {
 }
 for name, data in sorted(thpd_request.items()):
     write('thpd_request', name, data)
+
+# thpd_json: thpd's status document as the socket answers it, and near misses.
+thpd_json = {
+    'status': b'{"schema":1,"rules":[{"name":"redis","policy":"huge","enforced":true,'
+              b'"processes":1,"anon_bytes":536870912,"huge_bytes":524288000,'
+              b'"alignable_bytes":534773760,"collapses":250,"folio_bytes":{"base":8388608,'
+              b'"64K":4194304,"2M":524288000},"failures":{"EAGAIN":2}}],"processes":[{"pid":4242,'
+              b'"comm":"redis-server","rule":"redis","anon_bytes":536870912,"huge_bytes":0,'
+              b'"alignable_bytes":0}],"daemon":{"folio_source":"kpageflags","pid":99,'
+              b'"cpu_seconds":1.250000,"passes":7,"last_pass_seconds":0.012000,'
+              b'"rss_bytes":6291456}}\n',
+    'escapes': b'{"comm":"a\\"\\\\\\n\\u0001\\ufffd\\u00e9\\ud83d\\ude00z","x":[null,false,-1.5e3]}',
+    'bad_surrogate': b'{"comm":"\\ud800"}',
+    'nul_escape': b'{"comm":"a\\u0000b"}',
+    'deep': b'[' * 40 + b']' * 40,
+    'cut': b'{"rules":[{"name":"r"',
+    'trailing': b'{"rules":[]} x',
+    'numbers': b'[0,-0,1e400,-1E-400,12345678901234567890,0.5]',
+}
+for name, data in sorted(thpd_json.items()):
+    write('thpd_json', name, data)

@@ -20,7 +20,7 @@ logs=${2:-$build/fuzz-long}
 runs=${FUZZ_RUNS:-1000000}
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # The longest first.
-targets=${FUZZ_TARGETS:-"requests thpd_config parsers thpd_request thpctl_args preload_env"}
+targets=${FUZZ_TARGETS:-"requests thpd_config parsers thpd_request thpd_json thpctl_args preload_env"}
 mkdir -p "$logs"
 logs=$(cd "$logs" && pwd)
 status=0

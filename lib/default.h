@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* What the rooms of thp_set_default() / thp_get_default() share; all run under default.c's lock. */
+/* What the files of thp_set_default() / thp_get_default() share; all run under default.c's lock. */
 #ifndef THP_DEFAULT_H
 #define THP_DEFAULT_H
 

@@ -80,6 +80,18 @@ libs=$(LD_LIBRARY_PATH=$libdir ldd "$tmp/prog") || fail "ldd failed: $libs"
 thp_line=$(grep -F 'libthp.so' <<<"$libs") || fail "ldd does not list libthp: $libs"
 [[ $thp_line == *"$dest"* ]] \
 	|| fail "program did not load libthp from the DESTDIR: $libs"
+# Static: libthp.a with what `pkg-config --static` adds (Libs.private),
+# when the install has libthp.a (default_library=both or static).
+if [ -e "$libdir/libthp.a" ]; then
+	sflags=$(pkg-config --static --cflags --libs libthp) || fail "pkg-config --static libthp failed"
+	echo "pkg-config --static libthp: $sflags"
+	[[ " $sflags " == *" -pthread "* ]] || fail "pkg-config --static does not add -pthread: $sflags"
+	# shellcheck disable=SC2086
+	${CC:-cc} -std=gnu11 -Wall -Werror -static -o "$tmp/prog_static" "$tmp/prog.c" $sflags \
+		|| fail "linking the installed libthp.a with pkg-config --static failed"
+	out=$("$tmp/prog_static") || fail "static program failed: $out"
+	echo "static: $out"
+fi
 # The preload in its private directory, not among the libraries to link.
 pre=$(find "$dest" -name 'libthp-preload.so' -print -quit)
 [[ $pre == */libthp/libthp-preload.so ]] || fail "libthp-preload.so not in LIBDIR/libthp/: '$pre'"

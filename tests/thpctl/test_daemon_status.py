@@ -9,7 +9,9 @@ thpd does (docs: thpd(8)): the test checks that thpctl asks for "json",
 shows each rule and process with its figures and coverage, shows names as
 data (an escape sequence in comm comes out as \\x1b), passes the document
 through unchanged with --json, and fails (exit 1) on an answer that is not
-thpd's document and on a socket nobody listens on.
+thpd's document and on a socket nobody listens on.  The "schema" member
+(doc/thpd-json.md): 1 and a missing one (an older thpd) are read, any other
+is refused with a message naming both versions.
 """
 import json
 import os
@@ -122,6 +124,17 @@ def main():
             p, _ = run(thpctl, path, bad)
             check(p.returncode == 1 and b"not thpd's status document" in p.stderr and not p.stdout,
                   "answer %r...: exit %d, %s" % (bad[:20], p.returncode, p.stderr.decode().strip()))
+
+        for schema in (1, None):
+            doc = dict(DOC, schema=schema) if schema else DOC
+            p, _ = run(thpctl, path, json.dumps(doc).encode())
+            check(p.returncode == 0 and b"redis" in p.stdout,
+                  "schema %s: exit %d, %s" % (schema, p.returncode, p.stderr.decode().strip()))
+        for schema in (2, 10, "1", 1.0):
+            p, _ = run(thpctl, path, json.dumps(dict(DOC, schema=schema)).encode())
+            err = p.stderr.decode().strip()
+            check(p.returncode == 1 and not p.stdout and "writes status schema" in err
+                  and "reads schema 1" in err, "schema %r: exit %d, %s" % (schema, p.returncode, err))
 
         p = subprocess.run([thpctl, "status", "--daemon", "--socket", path],
                            capture_output=True, timeout=30)

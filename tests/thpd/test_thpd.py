@@ -1311,7 +1311,8 @@ def case_scrape(args, tmp):
 
 def case_labels(args, tmp):
     """A process name that is not UTF-8 and holds quotes, backslashes,
-    newlines and control bytes: valid metrics (promtool) and valid JSON."""
+    newlines and control bytes: valid metrics (promtool) and valid JSON,
+    whose "schema" is 1 on the socket and over HTTP."""
     wdir = os.path.join(tmp, "w")
     os.mkdir(wdir)
     name = b'a"\\\n\x01\xff\xc3\xa9\xc3z'
@@ -1344,6 +1345,7 @@ def case_labels(args, tmp):
         code, body = http_get(port, "/status.json")
         for what, js in (("socket", d.query("json")), ("HTTP", body)):
             st = json.loads(js)
+            check(st.get("schema") == 1, f"{what} JSON schema {st.get('schema')!r}, not 1 (doc/thpd-json.md)")
             comms = [x["comm"] for x in st["processes"] if x["pid"] == p.pid]
             check(comms == ['a"\\\n\x01\ufffd\u00e9\ufffdz'], f"{what} JSON comm {comms}")
             check(all(ord(ch) >= 0x20 for ch in js if ch not in "\n"), f"{what}: raw control byte in JSON")

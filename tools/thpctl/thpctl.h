@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "thpd_interface.h" /* tools/common: thpd's socket and JSON schema */
+
 /*
  * Exit codes (documented in thpctl(1)).  "run" follows env(1)/nice(1):
  * 125 when thpctl itself failed before exec, 126 when CMD could not be
@@ -32,8 +34,10 @@ int thpctl_cmd_policy(int argc, char **argv);
  * status --daemon: thpd's status document from its socket (@socket_path,
  * NULL: THPD_SOCKET_DEFAULT), as a table or, with @json, as thpd wrote it.
  */
-#define THPD_SOCKET_DEFAULT "/run/thpd/thpd.sock"
 int thpctl_status_daemon(const char *socket_path, bool json);
+/* daemon_table.c: thpd's status document (json_parse.h's tree) as a table. */
+struct jval;
+void thpctl_daemon_table(const struct jval *doc);
 
 /* "thpctl: <message>\n" on stderr. */
 void thpctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -14,7 +14,7 @@
 
 #include <ini.h>
 
-#include "json.h" /* tools/thpctl: utf8_char() */
+#include "json.h" /* tools/common: utf8_char() */
 #include "thpd.h"
 
 static const char *const policy_names[] = { "huge", "never", "nohuge", "system", "ignore" };

@@ -20,7 +20,6 @@
 
 #define DEFAULT_CONFIG "/etc/thpd.conf"
 #define DEFAULT_CONFIG_DIR "/etc/thpd.d"
-#define DEFAULT_SOCKET "/run/thpd/thpd.sock"
 #define EARLY_PASS_NS (200ULL * 1000000ULL)
 #define EVENTS_GAP_NS (100ULL * 1000000ULL)
 
@@ -312,7 +311,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { .config = DEFAULT_CONFIG, .config_dir = DEFAULT_CONFIG_DIR, .socket = DEFAULT_SOCKET };
+	struct opts o = { .config = DEFAULT_CONFIG, .config_dir = DEFAULT_CONFIG_DIR, .socket = THPD_SOCKET_DEFAULT };
 	int opt;
 
 	while ((opt = getopt_long(argc, argv, "c:d:s:m:l:i:1Cvh", longopts, NULL)) != -1) {

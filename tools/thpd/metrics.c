@@ -10,7 +10,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "json.h" /* tools/thpctl: utf8_char() */
+#include "json.h" /* tools/common: utf8_char(), json_escape() */
 #include "thpd.h"
 
 struct buf {
@@ -106,28 +106,15 @@ static void prom_str(struct buf *b, const char *s)
 	}
 }
 
-/* A JSON string: valid UTF-8 kept, control characters escaped, other bytes U+FFFD. */
+static void bput(void *b, const char *p, size_t n)
+{
+	bprintf(b, "%.*s", (int)n, p);
+}
+
+/* A JSON string: the JSON writer's escape (tools/common/json.c). */
 static void json_str(struct buf *b, const char *s)
 {
-	bprintf(b, "\"");
-	while (*s) {
-		unsigned char c = (unsigned char)*s;
-		size_t n;
-
-		if (c == '"' || c == '\\')
-			bprintf(b, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			bprintf(b, "\\u%04x", c);
-		else if ((n = utf8_len(s)) == 0)
-			bprintf(b, "\\ufffd");
-		else {
-			bprintf(b, "%.*s", (int)n, s);
-			s += n;
-			continue;
-		}
-		s++;
-	}
-	bprintf(b, "\"");
+	json_escape(s, bput, b);
 }
 
 static void head(struct buf *b, const char *name, const char *type, const char *help)
@@ -146,20 +133,6 @@ static void rule_series(struct buf *b, const struct thpd_state *st, const char *
 		prom_str(b, r->name);
 		bprintf(b, "\"} %llu\n", (unsigned long long)*(const uint64_t *)((const char *)r + off));
 	}
-}
-
-const char *thpd_size_label(uint64_t size, char *buf, size_t len)
-{
-	static const char units[] = "KMGT";
-	unsigned u = 0;
-
-	size >>= 10;
-	while (u + 1 < sizeof(units) - 1 && size >= 1024 && !(size & 1023)) {
-		size >>= 10;
-		u++;
-	}
-	snprintf(buf, len, "%llu%c", (unsigned long long)size, units[u]);
-	return buf;
 }
 
 /* Bytes in base pages (@k = -1) or in folios of st->sizes[@k]. */
@@ -426,7 +399,7 @@ static char *json_text(const struct thpd_state *st, bool per_process, size_t *le
 	size_t n = collect(st, &v);
 
 	qsort(v, n, sizeof(*v), by_anon);
-	bprintf(&b, "{\"rules\":[");
+	bprintf(&b, "{\"schema\":%d,\"rules\":[", THPD_JSON_SCHEMA);
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
 		const struct thpd_rule *r = &st->cfg.rules[i];
 

@@ -12,6 +12,8 @@
 
 #include <thp/thp.h>
 
+#include "thpd_interface.h" /* tools/common: the socket, the JSON schema, size labels */
+
 enum thpd_policy {
 	THPD_HUGE,
 	THPD_NEVER,
@@ -229,8 +231,6 @@ char *thpd_json_text_public(const struct thpd_state *st, size_t *len);
 char *thpd_rules_text(const struct thpd_state *st, size_t *len);
 /* Through its directory, never following a link; logs each new failure once. */
 int thpd_metrics_write_file(const struct thpd_state *st, const char *path);
-/* A folio size as a label value: "64K", "2M"; @buf of 24 bytes at least. */
-const char *thpd_size_label(uint64_t size, char *buf, size_t len);
 
 /* measure.c */
 /* smaps_rollup: Anonymous and AnonHugePages of PID in bytes. */

@@ -47,7 +47,9 @@ with tempfile.TemporaryDirectory(prefix="libthp-pip-") as tmp:
     left = sorted(listing(tree) - before)
     if left:
         sys.exit("python-pip: the build left files in the source tree: %s" % left[:10])
-    for f in ("thp/__init__.py", "thp/__main__.py", "thp/py.typed"):
+    for f in ("thp/__init__.py", "thp/__main__.py", "thp/_api.py", "thp/_args.py",
+              "thp/_constants.py", "thp/_ffi.py", "thp/_structs.py", "thp/_types.py",
+              "thp/py.typed"):
         if not os.path.exists(os.path.join(target, f)):
             sys.exit("python-pip: %s not installed" % f)
     env = dict(os.environ, PYTHONPATH=target)

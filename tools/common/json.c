@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* thpctl: tiny JSON writer (see json.h). */
+/* The JSON writer of thpctl and thpd (see json.h). */
 #include "json.h"
 
 #include <string.h>
@@ -45,41 +45,57 @@ size_t utf8_char(const unsigned char *s, uint32_t *code_point)
 	return n;
 }
 
-void json_write_string(FILE *f, const char *str)
+void json_escape(const char *str, void (*put)(void *ctx, const char *p, size_t n), void *ctx)
 {
 	const unsigned char *s = (const unsigned char *)str;
 
-	fputc('"', f);
+	put(ctx, "\"", 1);
 	while (*s) {
 		unsigned char c = *s;
+		const char *esc = NULL;
+		char u[8];
 		uint32_t cp;
 		size_t n;
 
 		switch (c) {
-		case '"': fputs("\\\"", f); s++; continue;
-		case '\\': fputs("\\\\", f); s++; continue;
-		case '\n': fputs("\\n", f); s++; continue;
-		case '\r': fputs("\\r", f); s++; continue;
-		case '\t': fputs("\\t", f); s++; continue;
-		case '\b': fputs("\\b", f); s++; continue;
-		case '\f': fputs("\\f", f); s++; continue;
+		case '"': esc = "\\\""; break;
+		case '\\': esc = "\\\\"; break;
+		case '\n': esc = "\\n"; break;
+		case '\r': esc = "\\r"; break;
+		case '\t': esc = "\\t"; break;
+		case '\b': esc = "\\b"; break;
+		case '\f': esc = "\\f"; break;
 		default: break;
 		}
-		if (c < 0x20 || c == 0x7f) {
-			fprintf(f, "\\u%04x", c);
+		if (!esc && (c < 0x20 || c == 0x7f)) {
+			snprintf(u, sizeof(u), "\\u%04x", c);
+			esc = u;
+		}
+		if (esc) {
+			put(ctx, esc, strlen(esc));
 			s++;
 			continue;
 		}
 		n = utf8_char(s, &cp);
 		if (n == 0) {
-			fputs("\\ufffd", f);
+			put(ctx, "\\ufffd", 6);
 			s++;
 			continue;
 		}
-		fwrite(s, 1, n, f);
+		put(ctx, (const char *)s, n);
 		s += n;
 	}
-	fputc('"', f);
+	put(ctx, "\"", 1);
+}
+
+static void put_file(void *f, const char *p, size_t n)
+{
+	fwrite(p, 1, n, f);
+}
+
+void json_write_string(FILE *f, const char *str)
+{
+	json_escape(str, put_file, f);
 }
 
 static void indent(struct json *j)

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * thpctl: a tiny streaming JSON writer.  Pretty-printed, two spaces per
- * level; strings are escaped so that any bytes (mapping names can hold
- * anything) give valid JSON: control characters as \uXXXX or \n-style
- * escapes, bytes that are not valid UTF-8 as U+FFFD.
+ * The one JSON writer of thpctl and thpd: a tiny streaming writer,
+ * pretty-printed, two spaces per level (thpctl's documents), and the
+ * string escape thpd's compact status JSON uses too.  Strings are escaped
+ * so that any bytes (mapping names and comm can hold anything) give valid
+ * JSON: control characters as \uXXXX or \n-style escapes, bytes that are
+ * not valid UTF-8 as U+FFFD.
  *
  * Inside an object every value call takes a key; inside an array the key
  * is NULL.
  */
-#ifndef THPCTL_JSON_H
-#define THPCTL_JSON_H
+#ifndef THP_TOOLS_JSON_H
+#define THP_TOOLS_JSON_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -52,5 +54,10 @@ int json_finish(struct json *j);
 
 /* Write @s as a JSON string literal (with the quotes) to @f. */
 void json_write_string(FILE *f, const char *s);
+/*
+ * The same literal given piece by piece to @put (for a writer that is not
+ * a FILE: thpd builds its answers in memory).
+ */
+void json_escape(const char *s, void (*put)(void *ctx, const char *p, size_t n), void *ctx);
 
 #endif
