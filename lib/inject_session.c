@@ -846,6 +846,17 @@ static int return_to_signal_path(struct inject_session *s)
 	return 0;
 }
 
+/* Forget the session: the held threads let go, the filters freed; returns @err. */
+static int session_release(struct inject_session *s, int err)
+{
+	s->seized = s->stopped = false;
+	release_held(s);
+	if (s->filtered)
+		sf_free(&s->sf);
+	s->filtered = false;
+	return err;
+}
+
 /*
  * Leave the thread as it was and detach.  Detached inside the signal path
  * with its own registers, it goes on as the kernel would have had it go
@@ -858,23 +869,13 @@ static int inject_end(struct inject_session *s)
 {
 	int err = 0;
 
-	if (!s->seized || s->replaced) {
-		/* Replaced: the thread we stopped died in another's exec(), which we let go. */
-		err = s->seized ? -ESRCH : 0;
-		s->seized = s->stopped = false;
-		release_held(s);
-		if (s->filtered)
-			sf_free(&s->sf);
-		s->filtered = false;
-		return err;
-	}
+	/* Replaced: the thread we stopped died in another's exec(), which we let go. */
+	if (!s->seized || s->replaced)
+		return session_release(s, s->seized ? -ESRCH : 0);
 	/* Only a stopped tracee can be detached: stop it first if need be. */
 	if (!s->stopped && ptrace(PTRACE_INTERRUPT, s->tid, 0, 0) == 0 && wait_event_stop(s) == 0) {
-		err = -ESRCH; /* not the state we meant to leave it in */
-		s->stopped = ptrace(PTRACE_DETACH, s->tid, 0, 0) < 0;
-		s->seized = false;
-		release_held(s);
-		return err;
+		ptrace(PTRACE_DETACH, s->tid, 0, 0);
+		return session_release(s, -ESRCH); /* not the state we meant to leave it in */
 	}
 	if (s->stopped && !s->in_signal_path && return_to_signal_path(s))
 		err = -ESRCH;
@@ -883,12 +884,7 @@ static int inject_end(struct inject_session *s)
 	/* Data 0: a signal-delivery-stop's signal (one our call raised) is dropped. */
 	if (ptrace(PTRACE_DETACH, s->tid, 0, 0) < 0 && !err)
 		err = -ESRCH;
-	s->seized = s->stopped = false;
-	release_held(s);
-	if (s->filtered)
-		sf_free(&s->sf);
-	s->filtered = false;
-	return err;
+	return session_release(s, err);
 }
 
 /*
