@@ -86,8 +86,15 @@ if [ -e "$libdir/libthp.a" ]; then
 	sflags=$(pkg-config --static --cflags --libs libthp) || fail "pkg-config --static libthp failed"
 	echo "pkg-config --static libthp: $sflags"
 	[[ " $sflags " == *" -pthread "* ]] || fail "pkg-config --static does not add -pthread: $sflags"
-	# shellcheck disable=SC2086
-	${CC:-cc} -std=gnu11 -Wall -Werror -static -o "$tmp/prog_static" "$tmp/prog.c" $sflags \
+	# A sanitized libthp.a (-Db_sanitize) needs the sanitizer runtimes, which
+	# link only dynamically: then libthp alone is taken from its archive.
+	if [[ -n ${THP_SANITIZE:-} && $THP_SANITIZE != none ]]; then
+		link=(-fsanitize="$THP_SANITIZE" -Wl,-Bstatic $sflags -Wl,-Bdynamic)
+	else
+		link=(-static $sflags)
+	fi
+	# shellcheck disable=SC2086,SC2206
+	${CC:-cc} -std=gnu11 -Wall -Werror -o "$tmp/prog_static" "$tmp/prog.c" "${link[@]}" \
 		|| fail "linking the installed libthp.a with pkg-config --static failed"
 	out=$("$tmp/prog_static") || fail "static program failed: $out"
 	echo "static: $out"
