@@ -47,12 +47,10 @@
 #define INJECT_STOP_MS 250
 /* The longest sleep between two looks at a tracee that sends no event. */
 #define WAIT_SLICE_NS (5 * 1000 * 1000L)
-/* How long the target's other threads get to stop (a loaded machine's scheduling delay). */
-#define HOLD_WAIT_NS (2 * 1000 * 1000 * 1000L)
 
 
 /* A field of /proc/PID/task/TID/status: a number, or State's letter. */
-static int status_field(pid_t pid, pid_t tid, const char *key, long *val)
+int inject_status_field(pid_t pid, pid_t tid, const char *key, long *val)
 {
 	char path[80], buf[4096], *p;
 	long n;
@@ -87,7 +85,7 @@ static int pick_thread(pid_t pid, pid_t *tid)
 	DIR *dp;
 
 	*tid = pid;
-	if (status_field(pid, pid, "\nState:", &v) == 0 && v != 'Z')
+	if (inject_status_field(pid, pid, "\nState:", &v) == 0 && v != 'Z')
 		return 0;
 	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
 	dp = opendir(dir);
@@ -96,7 +94,7 @@ static int pick_thread(pid_t pid, pid_t *tid)
 	while ((d = readdir(dp))) {
 		pid_t t = (pid_t)strtol(d->d_name, NULL, 10);
 
-		if (t > 0 && t != pid && status_field(pid, t, "\nState:", &v) == 0 && v != 'Z') {
+		if (t > 0 && t != pid && inject_status_field(pid, t, "\nState:", &v) == 0 && v != 'Z') {
 			*tid = t;
 			break;
 		}
@@ -140,7 +138,7 @@ static int inject_precheck(const struct thp_target *t, pid_t pid, pid_t tid)
 	long v = 0;
 	int err;
 
-	err = status_field(pid, tid, "\nTracerPid:", &v);
+	err = inject_status_field(pid, tid, "\nTracerPid:", &v);
 	if (err)
 		return err == -ENOENT ? 0 : err;
 	if (inject_tracer_is_ours(v))
@@ -150,7 +148,7 @@ static int inject_precheck(const struct thp_target *t, pid_t pid, pid_t tid)
 				  "backend needs to ptrace it", (int)pid, v);
 		return -EBUSY;
 	}
-	if (status_field(pid, tid, "\nSeccomp:", &v) == 0 && (err = seccomp_refusal(pid, v)))
+	if (inject_status_field(pid, tid, "\nSeccomp:", &v) == 0 && (err = seccomp_refusal(pid, v)))
 		return err;
 	return inject_may_ptrace(t, pid);
 }
@@ -227,9 +225,9 @@ wait_more: {
 		 * to a tracer that is not its parent), nor from a thread an
 		 * exec() in another one replaced.
 		 */
-		if (slept && (status_field(s->t->pid, s->tid, "\nTracerPid:", &v) ||
+		if (slept && (inject_status_field(s->t->pid, s->tid, "\nTracerPid:", &v) ||
 			      v != (long)getpid() ||
-			      status_field(s->t->pid, s->tid, "\nState:", &v) || v == 'Z' ||
+			      inject_status_field(s->t->pid, s->tid, "\nState:", &v) || v == 'Z' ||
 			      v == 'X')) {
 			errno = ESRCH;
 			return -1;
@@ -324,11 +322,11 @@ static int inject_stop(struct inject_session *s)
  * The thread is still in the stop we put it in: not killed meanwhile (its
  * process exiting, or another thread's exec() replacing its memory).
  */
-static bool still_stopped(const struct inject_session *s)
+bool inject_still_stopped(const struct inject_session *s)
 {
 	long v = 0;
 
-	return status_field(s->t->pid, s->tid, "\nState:", &v) == 0 && (v == 't' || v == 'T');
+	return inject_status_field(s->t->pid, s->tid, "\nState:", &v) == 0 && (v == 't' || v == 'T');
 }
 
 /* A syscall instruction in the target's vDSO (inject_vdso.c), read without writing anything. */
@@ -337,7 +335,7 @@ static int find_syscall_ip(struct inject_session *s)
 	int err = vdso_syscall_ip(s->t->pid, s->tid, &s->syscall_ip);
 
 	/* A thread killed meanwhile (its process exits or exec()s) has no vDSO left. */
-	if ((err == -ENOENT || err == -ENOEXEC) && !still_stopped(s))
+	if ((err == -ENOENT || err == -ENOEXEC) && !inject_still_stopped(s))
 		return -ESRCH;
 	if (err == -ENOENT) {
 		report_set_detail("process %d has no vDSO: the inject backend finds its syscall "
@@ -444,256 +442,6 @@ static bool sigsys_is_ours(const struct inject_session *s, int sig)
 	       (unsigned long)si.si_call_addr == s->syscall_ip + 2;
 }
 
-/* @tid's current system call from /proc (its first number), or -1 (none, running, unknown). */
-static long thread_syscall(pid_t pid, pid_t tid)
-{
-	char path[80], buf[256];
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
-	if (sys_read_file(path, buf, sizeof(buf)) <= 0 || buf[0] < '0' || buf[0] > '9')
-		return -1;
-	return strtol(buf, NULL, 10);
-}
-
-/*
- * A held thread's exec() replaced the process: it now has the process's
- * id and is traced by us.  Stop it (a stop comes before it runs code of
- * the new program) and detach it, registers untouched; the thread
- * s->tid named is dead, so inject_end() leaves it alone.
- */
-static void release_exec_winner(struct inject_session *s)
-{
-	pid_t pid = s->t->pid;
-	uint64_t t0 = now_ns();
-
-	s->replaced = true;
-	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) < 0)
-		return;
-	while (now_ns() - t0 < HOLD_WAIT_NS) {
-		siginfo_t si;
-
-		si.si_pid = 0;
-		/* Stops only, WEXITED left out: nothing is reaped here. */
-		if (waitid(P_PID, (id_t)pid, &si, WSTOPPED | WNOHANG | __WALL) < 0) {
-			if (errno == EINTR)
-				continue;
-			return;
-		}
-		if (si.si_pid != pid) {
-			sched_yield();
-			continue;
-		}
-		if ((si.si_status >> 8) == PTRACE_EVENT_STOP || (si.si_status & 0x7f) == 0) {
-			ptrace(PTRACE_DETACH, pid, 0, 0);
-			return;
-		}
-		/* A signal before the stop: passed on as it came. */
-		if (ptrace(PTRACE_CONT, pid, 0, (void *)(long)(si.si_status & 0x7f)) < 0)
-			return;
-	}
-}
-
-/* Seize and interrupt one more thread; 1 held, 0 gone or exiting, -errno. */
-static int hold_one(struct inject_session *s, pid_t tid)
-{
-	long nr, v = 0;
-
-	if (s->nheld == s->held_cap) {
-		unsigned int cap = s->held_cap ? 2 * s->held_cap : 16;
-		struct inject_held *h = realloc(s->held, cap * sizeof(*h));
-
-		if (!h)
-			return -ENOMEM;
-		s->held = h;
-		s->held_cap = cap;
-	}
-	/*
-	 * A thread in execve() is about to replace the process (and kill the
-	 * thread we stopped), and installs no filter before: left alone, the
-	 * session then ends with -ESRCH as for an exec() elsewhere.
-	 */
-	nr = thread_syscall(s->t->pid, tid);
-	if (nr == SYS_execve || nr == SYS_execveat)
-		return 0;
-	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
-		int e = errno;
-
-		/* Exiting (or a zombie main thread): it runs no more code. */
-		if (e == ESRCH || status_field(s->t->pid, tid, "\nState:", &v) || v == 'Z' ||
-		    v == 'X')
-			return 0;
-		if (e == EPERM && status_field(s->t->pid, tid, "\nTracerPid:", &v) == 0 && v) {
-			report_set_detail("thread %d of process %d is traced by process %ld: the "
-					  "inject backend needs to stop every thread", (int)tid,
-					  (int)s->t->pid, v);
-			return -EBUSY;
-		}
-		if (e == EPERM)
-			return 0; /* exiting too: seizing the process's first thread worked */
-		report_set_detail("ptrace of thread %d of process %d failed: %s", (int)tid,
-				  (int)s->t->pid, strerror(e));
-		return -e;
-	}
-	/*
-	 * Its exec() held the seize up and then ended: it is now the process's
-	 * main thread, under the process's id, and the thread we stopped is
-	 * gone.  Let it go and end the session.
-	 */
-	if (status_field(s->t->pid, tid, "\nState:", &v) == -ESRCH &&
-	    s->tid == s->t->pid && !still_stopped(s) &&
-	    status_field(s->t->pid, s->t->pid, "\nTracerPid:", &v) == 0 && v == getpid()) {
-		release_exec_winner(s);
-		report_set_detail("process %d exec()ed", (int)s->t->pid);
-		return -ESRCH;
-	}
-	s->held[s->nheld].tid = tid;
-	s->held[s->nheld].stopped = false;
-	s->nheld++;
-	/* Failing, it is gone meanwhile: its wait says so. */
-	ptrace(PTRACE_INTERRUPT, tid, 0, 0);
-	return 1;
-}
-
-/* Look at one held thread's state changes: 1 stopped or gone, 0 still running. */
-static int held_settled(struct inject_held *h)
-{
-	for (;;) {
-		int st;
-		pid_t r = waitpid(h->tid, &st, __WALL | WNOHANG);
-
-		if (r == 0)
-			return 0;
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 || !WIFSTOPPED(st)) {
-			h->tid = 0; /* exited: reaped as its tracer, or not ours */
-			return 1;
-		}
-		if ((st >> 16) == PTRACE_EVENT_STOP) {
-			h->stopped = true;
-			return 1;
-		}
-		/*
-		 * A signal-delivery-stop before the interrupt's stop: the signal
-		 * goes on as it came; the pending stop then comes before the
-		 * thread runs any code of its own.
-		 */
-		if (ptrace(PTRACE_CONT, h->tid, 0, (void *)(long)WSTOPSIG(st)) < 0) {
-			h->tid = 0;
-			return 1;
-		}
-	}
-}
-
-/*
- * The thread we stopped is still there, as we left it: a thread that was
- * entering execve() as we held it may have replaced the process meanwhile
- * (its exec() kills every other thread), and now answers under the
- * process's id, traced by us.  Then it is let go and the session ends.
- * 0 or -ESRCH.
- */
-static int still_ours(struct inject_session *s)
-{
-	struct user_regs_struct now;
-	long v = 0;
-
-	if (ptrace(PTRACE_GETREGS, s->tid, 0, &now) == 0 && !memcmp(&now, &s->saved, sizeof(now)))
-		return 0;
-	if (s->tid == s->t->pid && status_field(s->t->pid, s->t->pid, "\nTracerPid:", &v) == 0 &&
-	    v == getpid())
-		release_exec_winner(s);
-	report_set_detail("process %d exec()ed or exited", (int)s->t->pid);
-	return -ESRCH;
-}
-
-/*
- * Stop every other thread of the target for the session: then no thread
- * can install a seccomp filter (TSYNC) or flip a dispatch selector between
- * the checks and the injected call.  Threads created meanwhile (a clone()
- * that ended as we stopped its caller) are taken in the next pass.  A
- * thread that does not stop in time sleeps uninterruptibly (vfork(), disk
- * I/O): its pending stop still comes before it runs any code of its own,
- * so it is left to stop later, unless its system call is one that installs
- * a filter.  0 or -errno with detail.
- */
-static int hold_others(struct inject_session *s)
-{
-	for (;;) {
-		unsigned int first = s->nheld;
-		char dir[64];
-		struct dirent *d;
-		uint64_t t0;
-		DIR *dp;
-		int err = 0;
-
-		snprintf(dir, sizeof(dir), "/proc/%d/task", (int)s->t->pid);
-		dp = opendir(dir);
-		if (!dp)
-			return -ESRCH;
-		while (!err && (d = readdir(dp))) {
-			pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
-			bool known = tid == s->tid;
-
-			for (unsigned int i = 0; !known && i < s->nheld; i++)
-				known = s->held[i].tid == tid;
-			if (tid > 0 && !known)
-				err = hold_one(s, tid);
-			if (err > 0)
-				err = 0;
-		}
-		closedir(dp);
-		if (err)
-			return err;
-		if (first == s->nheld)
-			return still_ours(s);
-		t0 = now_ns();
-		for (unsigned int i = first; i < s->nheld; i++) {
-			struct timespec ts = { 0, 50 * 1000 };
-			unsigned int polls = 0;
-
-			/* Yield first: the thread needs a CPU to reach its stop. */
-			while (s->held[i].tid && !s->held[i].stopped && !held_settled(&s->held[i]) &&
-			       now_ns() - t0 < HOLD_WAIT_NS) {
-				if (polls++ < 100)
-					sched_yield();
-				else
-					nanosleep(&ts, NULL);
-			}
-			if (s->held[i].tid && !s->held[i].stopped) {
-				long nr = thread_syscall(s->t->pid, s->held[i].tid);
-
-				if (nr == SYS_seccomp || nr == SYS_prctl || nr < 0) {
-					report_set_detail("thread %d of process %d did not stop within "
-							  "2 s: not injected", (int)s->held[i].tid,
-							  (int)s->t->pid);
-					return -EAGAIN;
-				}
-			}
-		}
-	}
-}
-
-/* Let the held threads go on: each detached where it stopped. */
-static void release_held(struct inject_session *s)
-{
-	for (unsigned int i = 0; i < s->nheld; i++) {
-		struct inject_held *h = &s->held[i];
-
-		if (h->tid && !h->stopped)
-			held_settled(h);
-		/*
-		 * One still running sleeps uninterruptibly and cannot be detached;
-		 * it stays traced until it stops (its pending stop) or this
-		 * process (a helper running the session) exits.
-		 */
-		if (h->tid && h->stopped)
-			ptrace(PTRACE_DETACH, h->tid, 0, 0);
-	}
-	free(s->held);
-	s->held = NULL;
-	s->nheld = s->held_cap = 0;
-}
-
 int inject_begin(struct inject_session *s, const struct thp_target *t)
 {
 	long v = 0;
@@ -750,16 +498,16 @@ int inject_begin(struct inject_session *s, const struct thp_target *t)
 	 * A thread that exec()ed while we seized it (its exec held us up) now
 	 * has the process's id: follow it, or we could not stop nor detach it.
 	 */
-	if (s->tid != t->pid && status_field(t->pid, s->tid, "\nState:", &v) &&
-	    status_field(t->pid, t->pid, "\nTracerPid:", &v) == 0 && v == getpid())
+	if (s->tid != t->pid && inject_status_field(t->pid, s->tid, "\nState:", &v) &&
+	    inject_status_field(t->pid, t->pid, "\nTracerPid:", &v) == 0 && v == getpid())
 		s->tid = t->pid;
-	s->own_child = status_field(t->pid, s->tid, "\nPPid:", &v) == 0 && v == getpid();
+	s->own_child = inject_status_field(t->pid, s->tid, "\nPPid:", &v) == 0 && v == getpid();
 	/* The pid may have been reused between pidfd and seize: the pidfd says. */
 	if (target_alive(t))
 		return -ESRCH;
 	err = inject_stop(s);
 	if (!err)
-		err = hold_others(s);
+		err = inject_hold_others(s);
 	if (!err)
 		err = find_syscall_ip(s);
 	if (!err)
@@ -770,7 +518,7 @@ int inject_begin(struct inject_session *s, const struct thp_target *t)
 	 * Looked at again with every thread stopped: a filter may have come
 	 * since (TSYNC from another thread), none can come now.
 	 */
-	err = status_field(s->t->pid, s->tid, "\nSeccomp:", &v);
+	err = inject_status_field(s->t->pid, s->tid, "\nSeccomp:", &v);
 	if (err == -ENOENT || (!err && !v))
 		return 0; /* no seccomp in this kernel, or none for this thread */
 	if (!err)
@@ -850,7 +598,7 @@ static int return_to_signal_path(struct inject_session *s)
 static int session_release(struct inject_session *s, int err)
 {
 	s->seized = s->stopped = false;
-	release_held(s);
+	inject_release_held(s);
 	if (s->filtered)
 		sf_free(&s->sf);
 	s->filtered = false;
@@ -975,7 +723,7 @@ long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigne
 			*err = inject_stop(s);
 			/* Its handler may have started a thread: held too. */
 			if (!*err)
-				*err = hold_others(s);
+				*err = inject_hold_others(s);
 			/* It ran: it may have exec()ed, with a vDSO elsewhere. */
 			if (!*err) {
 				s->syscall_ip = 0;

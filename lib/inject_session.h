@@ -55,6 +55,16 @@ long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigne
 		    unsigned long a3, unsigned long a4, unsigned long a5, int *err);
 /* End the session whatever happened; a target gone folds into -ESRCH. */
 int inject_finish(struct inject_session *s, const struct thp_target *t, int err);
+
+/* Shared by inject_session.c and inject_hold.c. */
+/* A field of /proc/PID/task/TID/status: a number, or State's letter. */
+int inject_status_field(pid_t pid, pid_t tid, const char *key, long *val);
+/* The stopped thread is still in our stop (not killed by an exit or exec()). */
+bool inject_still_stopped(const struct inject_session *s);
+/* Seize and stop every other thread of the target (inject_hold.c); 0 or -errno. */
+int inject_hold_others(struct inject_session *s);
+/* Let the held threads go. */
+void inject_release_held(struct inject_session *s);
 #endif
 
 #endif /* THP_INJECT_SESSION_H */
