@@ -20,13 +20,6 @@
 #include "json.h"
 #include "thpd.h"
 
-/* config.c logs nothing itself; thpd_log() lives in main.c. */
-void thpd_log(int prio, const char *fmt, ...)
-{
-	(void)prio;
-	(void)fmt;
-}
-
 static bool valid_name(const char *s)
 {
 	const unsigned char *u = (const unsigned char *)s;

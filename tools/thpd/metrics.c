@@ -10,7 +10,9 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "json.h" /* tools/common: utf8_char(), json_escape() */
+#include "json.h"     /* tools/common: utf8_char(), json_escape() */
+#include "clock_ns.h" /* lib/: clock_ns(), now_ns() */
+#include "log.h"
 #include "thpd.h"
 
 struct buf {
@@ -371,7 +373,7 @@ static char *metrics_text(const struct thpd_state *st, bool per_process, size_t 
 			st->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS);
 	}
 	head(&b, "cpu_seconds_total", "counter", "CPU time the daemon used.");
-	bprintf(&b, "thpd_cpu_seconds_total %.6f\n", (double)thpd_cpu_ns() / 1e9);
+	bprintf(&b, "thpd_cpu_seconds_total %.6f\n", (double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e9);
 	head(&b, "pass_duration_seconds", "gauge", "Wall time of the last pass.");
 	bprintf(&b, "thpd_pass_duration_seconds %.6f\n", st->last_pass_s);
 	head(&b, "passes_total", "counter", "Passes done.");
@@ -460,7 +462,7 @@ static char *json_text(const struct thpd_state *st, bool per_process, size_t *le
 		    "\"last_pass_seconds\":%.6f,\"rss_bytes\":%llu}}\n",
 		st->folio_source < 0 ? "unknown" : st->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS ? "kpageflags"
 												   : "none",
-		(int)getpid(), (double)thpd_cpu_ns() / 1e9, (unsigned long long)st->passes,
+		(int)getpid(), (double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e9, (unsigned long long)st->passes,
 		st->last_pass_s, (unsigned long long)thpd_rss_bytes());
 	free(v);
 	return bdone(&b, len);

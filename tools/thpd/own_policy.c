@@ -16,6 +16,7 @@
 
 #include <thp/thp.h>
 
+#include "log.h"
 #include "thpd.h"
 
 /* 1: a setuid/setgid (or file-capability) program, by AT_SECURE or the exe's

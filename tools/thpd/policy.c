@@ -19,65 +19,15 @@
 
 #include <thp/thp.h>
 
+#include "clock_ns.h" /* lib/: clock_ns(), now_ns() */
+#include "log.h"
+#include "watchdog.h"
 #include "thpd.h"
 
 #define FAILURES_CAP 32
 #define MAX_BACKOFF 64
 #define CATCHUP_GAP_NS (50ULL * 1000000ULL)
 #define EVENTS_BURST_S 5.0
-
-const int thpd_errnos[THPD_NERRNO - 1] = { EAGAIN, EBUSY, ENOMEM, EINVAL, EPERM };
-
-const char *thpd_errno_label(int slot)
-{
-	static const char *const names[THPD_NERRNO] = { "EAGAIN", "EBUSY", "ENOMEM", "EINVAL",
-							"EPERM", "other" };
-
-	return slot >= 0 && slot < THPD_NERRNO ? names[slot] : "other";
-}
-
-int thpd_errno_slot(int err)
-{
-	for (int i = 0; i < THPD_NERRNO - 1; i++)
-		if (thpd_errnos[i] == err)
-			return i;
-	return THPD_NERRNO - 1;
-}
-
-uint64_t thpd_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t thpd_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t thpd_rss_bytes(void)
-{
-	char buf[256];
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-	unsigned long size, rss;
-
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	if (sscanf(buf, "%lu %lu", &size, &rss) != 2)
-		return 0;
-	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
-}
 
 static double spend_threshold(const struct thpd_state *st);
 
@@ -203,7 +153,7 @@ static uint64_t collapse_call(struct thpd_state *st, struct thpd_proc *p, struct
 			      uint64_t max_ns, uint64_t max_bytes, uint64_t *collapsed)
 {
 	struct thp_report fail[FAILURES_CAP];
-	uint64_t c0 = thpd_cpu_ns();
+	uint64_t c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	uint64_t reported = 0;
 	int ret;
 
@@ -217,7 +167,7 @@ static uint64_t collapse_call(struct thpd_state *st, struct thpd_proc *p, struct
 	*collapsed = 0;
 	o.budget_ns = p->overhead_ns + max_ns;
 	ret = thp_collapse(&o);
-	c0 = thpd_cpu_ns() - c0;
+	c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
 	st->bucket_s -= (double)c0 / 1e9;
 	st->pass_collapse_ns += c0;
 	if (ret < 0) {
@@ -328,7 +278,7 @@ void thpd_pass(struct thpd_state *st)
 {
 	struct thpd_proc **cand = NULL;
 	size_t ncand = 0, cap = 0;
-	uint64_t cpu, wall, t0 = thpd_mono_ns();
+	uint64_t cpu, wall, t0 = now_ns();
 	double rate, maxb;
 	bool stop = false;
 	bool by_event = st->early_by_event;
@@ -336,8 +286,8 @@ void thpd_pass(struct thpd_state *st)
 	/* The budget: every CPU second the daemon used counts against it,
 	 * earned at the steady rate, or the catch-up rate while the last pass
 	 * still found memory to collapse. */
-	cpu = thpd_cpu_ns();
-	wall = thpd_mono_ns();
+	cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	wall = now_ns();
 	rate = st->catchup ? st->cfg.catchup_budget : st->cfg.cpu_budget;
 	st->bucket_s += rate * (double)(wall - st->last_wall_ns) / 1e9;
 	st->bucket_s -= (double)(cpu - st->last_cpu_ns) / 1e9;
@@ -500,8 +450,8 @@ void thpd_pass(struct thpd_state *st)
 			}
 		}
 	}
-	st->last_cpu_ns = thpd_cpu_ns();
-	st->last_wall_ns = thpd_mono_ns();
+	st->last_cpu_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	st->last_wall_ns = now_ns();
 	/* The rest of this pass's CPU counts against the budget too. */
 	st->bucket_s -= (double)(st->last_cpu_ns - cpu - st->pass_collapse_ns - st->pass_sizes_ns) / 1e9;
 	if (by_event)

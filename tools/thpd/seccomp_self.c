@@ -4,6 +4,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "log.h"
 #include "thpd.h"
 
 /* The Seccomp: field of /proc/self/status: 0, 1 strict, 2 filter; -1 not shown. */

@@ -12,6 +12,8 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "clock_ns.h" /* lib/: clock_ns(), now_ns() */
+#include "log.h"
 #include "thpd.h"
 
 #define MAX_CLIENTS 32
@@ -355,7 +357,7 @@ static void accept_all(struct thpd_server *sv, int lfd, bool http, const struct 
 {
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		uint64_t now = thpd_mono_ns();
+		uint64_t now = now_ns();
 
 		if (fd < 0)
 			return;
@@ -381,7 +383,7 @@ void thpd_server_handle(struct thpd_server *sv, const struct thpd_state *st)
 	if (sv->tcp_fd >= 0)
 		accept_all(sv, sv->tcp_fd, true, st);
 	for (size_t i = 0; i < sv->ncl;) {
-		uint64_t now = thpd_mono_ns();
+		uint64_t now = now_ns();
 		struct client *c = &sv->cl[i];
 
 		if (!serve(c, st, now) || now >= deadline(c))

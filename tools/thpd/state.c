@@ -15,6 +15,8 @@
 
 #include <thp/thp.h>
 
+#include "clock_ns.h" /* lib/: clock_ns(), now_ns() */
+#include "log.h"
 #include "thpd.h"
 
 #ifndef SYS_pidfd_open
@@ -27,8 +29,8 @@ void thpd_state_init(struct thpd_state *st)
 	st->nhash = 1024;
 	st->self = getpid();
 	st->hash = calloc(st->nhash, sizeof(*st->hash));
-	st->last_cpu_ns = thpd_cpu_ns();
-	st->last_wall_ns = thpd_mono_ns();
+	st->last_cpu_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	st->last_wall_ns = now_ns();
 	st->folio_source = -1;
 	{
 		struct thp_probe_info pi = { .sz = sizeof(pi) };

@@ -13,6 +13,7 @@
 #include <thp/thp.h>
 
 #include "thpd_interface.h" /* tools/common: the socket, the JSON schema, size labels */
+#include "util.h"	    /* THPD_NERRNO */
 
 enum thpd_policy {
 	THPD_HUGE,
@@ -31,12 +32,6 @@ enum thpd_own {
 
 /* The PMD size thpd collapses to (x86_64 and the others with 4 KiB pages). */
 #define THPD_EXTENT (2ULL << 20)
-
-/* The errnos a collapse failure is counted under; the last slot is "other". */
-#define THPD_NERRNO 6
-extern const int thpd_errnos[THPD_NERRNO - 1];
-const char *thpd_errno_label(int slot);
-int thpd_errno_slot(int err);
 
 struct thpd_rule_stats {
 	uint64_t collapses;
@@ -136,8 +131,6 @@ int thpd_scan_mode(const struct thpd_scan *s);
 const struct thpd_scan_stats *thpd_scan_stats(const struct thpd_scan *s);
 /* Call @fn for every process in /proc. */
 int thpd_scan_proc(void (*fn)(void *, pid_t), void *arg);
-/* A small /proc file whole, NUL-terminated: its length, or -1. */
-ssize_t thpd_read_small(const char *path, char *buf, size_t cap);
 /* comm and starttime from /proc/PID/stat; -1 when gone. */
 int thpd_proc_stat(pid_t pid, char *comm, size_t commlen, uint64_t *starttime);
 
@@ -209,9 +202,6 @@ void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c);
 void thpd_pass(struct thpd_state *st);
 /* When the next pass is due after one that just ended, in ns from now. */
 uint64_t thpd_next_pass_ns(const struct thpd_state *st);
-uint64_t thpd_cpu_ns(void);
-uint64_t thpd_mono_ns(void);
-uint64_t thpd_rss_bytes(void);
 
 /* state.c: the process table. */
 void thpd_state_init(struct thpd_state *st);
@@ -277,11 +267,5 @@ uint64_t thpd_server_deadline(const struct thpd_server *sv);
 size_t thpd_server_pollfds(struct thpd_server *sv, struct pollfd *fds, size_t cap);
 /* Handle whatever is ready; never blocks. */
 void thpd_server_handle(struct thpd_server *sv, const struct thpd_state *st);
-
-/* main.c */
-void thpd_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Between two processes of a pass: tells the service manager's watchdog the
- * daemon is alive when due; true when SIGTERM or SIGINT waits (end the pass). */
-bool thpd_tick(void);
 
 #endif
