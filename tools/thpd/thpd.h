@@ -134,7 +134,7 @@ int thpd_scan_proc(void (*fn)(void *, pid_t), void *arg);
 /* comm and starttime from /proc/PID/stat; -1 when gone. */
 int thpd_proc_stat(pid_t pid, char *comm, size_t commlen, uint64_t *starttime);
 
-/* An entry of the process table, and the daemon's state (state.c, measure.c, policy.c). */
+/* An entry of the process table, and the daemon's state (state.c, measure.c, pass.c). */
 struct thpd_proc {
 	pid_t pid;
 	uint64_t starttime;
@@ -181,7 +181,7 @@ struct thpd_state {
 	bool catchup;
 	bool early;	     /* a pass is wanted before the interval is over */
 	bool early_by_event; /* an event asked for it: its CPU is the events' */
-	uint64_t exec_races; /* execs detected during a collapse (policy.c) */
+	uint64_t exec_races; /* execs detected during a collapse (pass.c) */
 	uint64_t work_left;  /* collapsible bytes the last pass left for lack of budget */
 	uint64_t pass_collapse_ns;
 	uint64_t pass_sizes_ns; /* CPU of this pass's folio size reads, charged as they happen */
@@ -196,7 +196,7 @@ struct thpd_state {
 	bool folio_none_logged;
 };
 
-/* policy.c */
+/* pass.c */
 /* New rules: processes are matched again, counters are carried by rule name. */
 void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c);
 void thpd_pass(struct thpd_state *st);
@@ -228,7 +228,7 @@ int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge);
 /* Refresh @p's figures as due; @collapsing: its rule is huge and acts on it. */
 void thpd_measure(struct thpd_state *st, struct thpd_proc *p, bool collapsing);
 
-/* own_policy.c */
+/* skip.c */
 /* 1: a setuid/setgid (or file-capability) program, or cannot tell; 0 not; -1 gone. */
 int thpd_is_secure_exec(pid_t pid);
 /* Once per process and rule: mark it skipped if a rule must leave it alone. */
