@@ -81,9 +81,9 @@ static void status_line(const struct thpd_state *st, bool ready)
 	uint64_t huge = 0, alignable = 0;
 
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
-		if (st->cfg.rules[i].policy == THPD_HUGE) {
-			huge += st->cfg.rules[i].huge;
-			alignable += st->cfg.rules[i].alignable;
+		if (st->cfg.rules[i].conf.policy == THPD_RULE_HUGE) {
+			huge += st->cfg.rules[i].last.huge;
+			alignable += st->cfg.rules[i].last.alignable;
 		}
 	}
 	sd_notifyf(0, "%sSTATUS=%zu rules, %zu processes matched, %llu of %llu MiB huge under huge rules",

@@ -132,7 +132,7 @@ static void rule_series(struct buf *b, const struct thpd_state *st, const char *
 		const struct thpd_rule *r = &st->cfg.rules[i];
 
 		bprintf(b, "thpd_%s{rule=\"", name);
-		prom_str(b, r->name);
+		prom_str(b, r->conf.name);
 		bprintf(b, "\"} %llu\n", (unsigned long long)*(const uint64_t *)((const char *)r + off));
 	}
 }
@@ -140,7 +140,7 @@ static void rule_series(struct buf *b, const struct thpd_state *st, const char *
 /* Bytes in base pages (@k = -1) or in folios of st->sizes[@k]. */
 static uint64_t rule_folio(const struct thpd_rule *r, int k)
 {
-	return k < 0 ? r->folio_base : r->folio_bytes[k];
+	return k < 0 ? r->last.folio_base : r->last.folio_bytes[k];
 }
 
 static uint64_t proc_folio(const struct thpd_proc *p, int k)
@@ -186,7 +186,7 @@ static void proc_series(struct buf *b, const struct thpd_state *st, const struct
 	head(b, name, "gauge", help);
 	for (size_t i = 0; i < top; i++) {
 		bprintf(b, "thpd_%s{rule=\"", name);
-		prom_str(b, st->cfg.rules[v[i]->rule].name);
+		prom_str(b, st->cfg.rules[v[i]->rule].conf.name);
 		bprintf(b, "\",pid=\"%d\",comm=\"", (int)v[i]->pid);
 		prom_str(b, v[i]->comm);
 		bprintf(b, "\"} %llu\n",
@@ -206,7 +206,7 @@ static void proc_series(struct buf *b, const struct thpd_state *st, const struct
 		if (!any)
 			continue;
 		bprintf(b, "thpd_%s{rule=\"", name);
-		prom_str(b, st->cfg.rules[r].name);
+		prom_str(b, st->cfg.rules[r].conf.name);
 		bprintf(b, "\",pid=\"rest\",comm=\"\"} %llu\n", (unsigned long long)sum);
 	}
 }
@@ -224,7 +224,7 @@ static void folio_series(struct buf *b, const struct thpd_state *st, const struc
 	char lab[24];
 
 	for (size_t i = 0; i < st->cfg.nrules; i++)
-		any |= st->cfg.rules[i].folio_procs != 0;
+		any |= st->cfg.rules[i].last.folio_procs != 0;
 	if (!any)
 		return;
 	head(b, "rule_folio_bytes", "gauge",
@@ -233,11 +233,11 @@ static void folio_series(struct buf *b, const struct thpd_state *st, const struc
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
 		const struct thpd_rule *r = &st->cfg.rules[i];
 
-		if (!r->folio_procs)
+		if (!r->last.folio_procs)
 			continue;
 		for (int k = -1; k < (int)st->nsizes; k++) {
 			bprintf(b, "thpd_rule_folio_bytes{rule=\"");
-			prom_str(b, r->name);
+			prom_str(b, r->conf.name);
 			bprintf(b, "\",size=\"%s\"} %llu\n", folio_label(st, k, lab, sizeof(lab)),
 				(unsigned long long)rule_folio(r, k));
 		}
@@ -251,7 +251,7 @@ static void folio_series(struct buf *b, const struct thpd_state *st, const struc
 			continue;
 		for (int k = -1; k < (int)st->nsizes; k++) {
 			bprintf(b, "thpd_process_folio_bytes{rule=\"");
-			prom_str(b, st->cfg.rules[v[i]->rule].name);
+			prom_str(b, st->cfg.rules[v[i]->rule].conf.name);
 			bprintf(b, "\",pid=\"%d\",comm=\"", (int)v[i]->pid);
 			prom_str(b, v[i]->comm);
 			bprintf(b, "\",size=\"%s\"} %llu\n", folio_label(st, k, lab, sizeof(lab)),
@@ -273,7 +273,7 @@ static void folio_series(struct buf *b, const struct thpd_state *st, const struc
 			continue;
 		for (int k = -1; k < (int)st->nsizes; k++) {
 			bprintf(b, "thpd_process_folio_bytes{rule=\"");
-			prom_str(b, st->cfg.rules[r].name);
+			prom_str(b, st->cfg.rules[r].conf.name);
 			bprintf(b, "\",pid=\"rest\",comm=\"\",size=\"%s\"} %llu\n",
 				folio_label(st, k, lab, sizeof(lab)), (unsigned long long)sum[k + 1]);
 		}
@@ -301,60 +301,60 @@ static char *metrics_text(const struct thpd_state *st, bool per_process, size_t 
 
 	qsort(v, n, sizeof(*v), by_anon);
 	rule_series(&b, st, "rule_processes", "gauge", "Processes matched by the rule.",
-		    offsetof(struct thpd_rule, processes));
+		    offsetof(struct thpd_rule, last.processes));
 	rule_series(&b, st, "rule_anon_bytes", "gauge",
 		    "Resident anonymous memory of the rule's processes (smaps Anonymous).",
-		    offsetof(struct thpd_rule, anon));
+		    offsetof(struct thpd_rule, last.anon));
 	rule_series(&b, st, "rule_huge_bytes", "gauge",
-		    "Of it, in huge pages (smaps AnonHugePages).", offsetof(struct thpd_rule, huge));
+		    "Of it, in huge pages (smaps AnonHugePages).", offsetof(struct thpd_rule, last.huge));
 	rule_series(&b, st, "rule_alignable_bytes", "gauge",
 		    "Anonymous memory in whole 2 MiB-aligned extents that could be huge.",
-		    offsetof(struct thpd_rule, alignable));
+		    offsetof(struct thpd_rule, last.alignable));
 	head(&b, "rule_policy_enforced", "gauge",
 	     "1 when the rule's policy is acted on (huge, or enforce = inject), 0 when only reported.");
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
 		const struct thpd_rule *r = &st->cfg.rules[i];
 
 		bprintf(&b, "thpd_rule_policy_enforced{rule=\"");
-		prom_str(&b, r->name);
-		bprintf(&b, "\",policy=\"%s\"} %d\n", thpd_policy_name(r->policy),
-			r->policy == THPD_HUGE || r->inject);
+		prom_str(&b, r->conf.name);
+		bprintf(&b, "\",policy=\"%s\"} %d\n", thpd_rule_policy_name(r->conf.policy),
+			r->conf.policy == THPD_RULE_HUGE || r->conf.inject);
 	}
 	head(&b, "rule_noncompliant_huge_bytes", "gauge",
 	     "Huge memory found in processes whose rule says never or nohuge.");
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
 		const struct thpd_rule *r = &st->cfg.rules[i];
-		bool no = r->policy == THPD_NEVER || r->policy == THPD_NOHUGE;
+		bool no = r->conf.policy == THPD_RULE_NEVER || r->conf.policy == THPD_RULE_NOHUGE;
 
 		bprintf(&b, "thpd_rule_noncompliant_huge_bytes{rule=\"");
-		prom_str(&b, r->name);
-		bprintf(&b, "\"} %llu\n", (unsigned long long)(no ? r->huge : 0));
+		prom_str(&b, r->conf.name);
+		bprintf(&b, "\"} %llu\n", (unsigned long long)(no ? r->last.huge : 0));
 	}
 	head(&b, "collapses_total", "counter", "2 MiB extents collapsed by the daemon.");
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
 		bprintf(&b, "thpd_collapses_total{rule=\"");
-		prom_str(&b, st->cfg.rules[i].name);
-		bprintf(&b, "\"} %llu\n", (unsigned long long)st->cfg.rules[i].stats.collapses);
+		prom_str(&b, st->cfg.rules[i].conf.name);
+		bprintf(&b, "\"} %llu\n", (unsigned long long)st->cfg.rules[i].totals.collapses);
 	}
 	head(&b, "shared_extents_skipped_total", "counter",
 	     "Extents left alone because another process shares their pages (a fork's).");
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
 		bprintf(&b, "thpd_shared_extents_skipped_total{rule=\"");
-		prom_str(&b, st->cfg.rules[i].name);
-		bprintf(&b, "\"} %llu\n", (unsigned long long)st->cfg.rules[i].stats.shared_skips);
+		prom_str(&b, st->cfg.rules[i].conf.name);
+		bprintf(&b, "\"} %llu\n", (unsigned long long)st->cfg.rules[i].totals.shared_skips);
 	}
 	head(&b, "collapse_failures_total", "counter", "Extents or passes the kernel refused, by errno.");
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
 		for (int e = 0; e < THPD_NERRNO; e++) {
 			bprintf(&b, "thpd_collapse_failures_total{rule=\"");
-			prom_str(&b, st->cfg.rules[i].name);
+			prom_str(&b, st->cfg.rules[i].conf.name);
 			bprintf(&b, "\",errno=\"%s\"} %llu\n", thpd_errno_label(e),
-				(unsigned long long)st->cfg.rules[i].stats.failures[e]);
+				(unsigned long long)st->cfg.rules[i].totals.failures[e]);
 		}
 	}
 	rule_series(&b, st, "bytes_over_budget", "gauge",
 		    "Collapsible memory left by the last pass because a budget was spent.",
-		    offsetof(struct thpd_rule, over_budget));
+		    offsetof(struct thpd_rule, last.over_budget));
 	if (per_process) {
 		proc_series(&b, st, v, n, "process_anon_bytes",
 			    "Resident anonymous memory per process.", offsetof(struct thpd_proc, anon));
@@ -406,22 +406,22 @@ static char *json_text(const struct thpd_state *st, bool per_process, size_t *le
 		const struct thpd_rule *r = &st->cfg.rules[i];
 
 		bprintf(&b, "%s{\"name\":", i ? "," : "");
-		json_str(&b, r->name);
+		json_str(&b, r->conf.name);
 		bprintf(&b, ",\"policy\":\"%s\",\"enforced\":%s,\"processes\":%llu,\"anon_bytes\":%llu,"
 			    "\"huge_bytes\":%llu,\"alignable_bytes\":%llu,\"collapses\":%llu",
-			thpd_policy_name(r->policy),
-			r->policy == THPD_HUGE || r->inject ? "true" : "false",
-			(unsigned long long)r->processes, (unsigned long long)r->anon,
-			(unsigned long long)r->huge, (unsigned long long)r->alignable,
-			(unsigned long long)r->stats.collapses);
-		if (r->folio_procs)
-			folio_json(&b, st, r->folio_base, r->folio_bytes);
+			thpd_rule_policy_name(r->conf.policy),
+			r->conf.policy == THPD_RULE_HUGE || r->conf.inject ? "true" : "false",
+			(unsigned long long)r->last.processes, (unsigned long long)r->last.anon,
+			(unsigned long long)r->last.huge, (unsigned long long)r->last.alignable,
+			(unsigned long long)r->totals.collapses);
+		if (r->last.folio_procs)
+			folio_json(&b, st, r->last.folio_base, r->last.folio_bytes);
 		bprintf(&b, ",\"failures\":{");
 		for (int e = 0, first = 1; e < THPD_NERRNO; e++) {
-			if (!r->stats.failures[e])
+			if (!r->totals.failures[e])
 				continue;
 			bprintf(&b, "%s\"%s\":%llu", first ? "" : ",", thpd_errno_label(e),
-				(unsigned long long)r->stats.failures[e]);
+				(unsigned long long)r->totals.failures[e]);
 			first = 0;
 		}
 		bprintf(&b, "}}");
@@ -433,7 +433,7 @@ static char *json_text(const struct thpd_state *st, bool per_process, size_t *le
 		bprintf(&b, "%s{\"pid\":%d,\"comm\":", i ? "," : "", (int)v[i]->pid);
 		json_str(&b, v[i]->comm);
 		bprintf(&b, ",\"rule\":");
-		json_str(&b, st->cfg.rules[v[i]->rule].name);
+		json_str(&b, st->cfg.rules[v[i]->rule].conf.name);
 		bprintf(&b, ",\"anon_bytes\":%llu,\"huge_bytes\":%llu,\"alignable_bytes\":%llu",
 			(unsigned long long)v[i]->anon, (unsigned long long)v[i]->huge,
 			(unsigned long long)v[i]->alignable);

@@ -98,11 +98,11 @@ int thpd_rules_match(const struct thpd_config *c, const struct thpd_ident *id)
 	for (size_t i = 0; i < c->nrules; i++) {
 		const struct thpd_rule *r = &c->rules[i];
 
-		if (r->cgroup && (!id->have_cgroup || fnmatch(r->cgroup, id->cgroup, 0) != 0))
+		if (r->conf.cgroup && (!id->have_cgroup || fnmatch(r->conf.cgroup, id->cgroup, 0) != 0))
 			continue;
-		if (r->exe && (!id->have_exe || fnmatch(r->exe, id->exe, 0) != 0))
+		if (r->conf.exe && (!id->have_exe || fnmatch(r->conf.exe, id->exe, 0) != 0))
 			continue;
-		if (r->user && (!id->have_uid || id->uid != r->uid))
+		if (r->conf.user && (!id->have_uid || id->uid != r->conf.uid))
 			continue;
 		return (int)i;
 	}

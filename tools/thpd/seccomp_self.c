@@ -31,9 +31,9 @@ static int own_seccomp_mode(void)
  */
 static bool reads_filters(const struct thpd_state *st, const struct thpd_rule *r)
 {
-	if (r->inject)
+	if (r->conf.inject)
 		return true;
-	return r->policy == THPD_HUGE && r->own == THPD_OWN_ASK && st->nohuge_hidden;
+	return r->conf.policy == THPD_RULE_HUGE && r->conf.own == THPD_OWN_ASK && st->nohuge_hidden;
 }
 
 void thpd_seccomp_self_check(const struct thpd_state *st)
@@ -52,7 +52,7 @@ void thpd_seccomp_self_check(const struct thpd_state *st)
 		if (len >= sizeof(names))
 			continue;
 		w = snprintf(names + len, sizeof(names) - len, "%s%s (%s)", n > 1 ? ", " : "",
-			     r->name, r->inject ? "enforce = inject" : "own_policy = ask");
+			     r->conf.name, r->conf.inject ? "enforce = inject" : "own_policy = ask");
 		len = w < 0 ? sizeof(names) : len + (size_t)w;
 	}
 	if (!n)

@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * thpd: what a matched process asks for itself, and what a rule sets in
- * it: setuid programs and processes with their own never/nohuge default
- * are left alone (as far as the kernel shows it from outside, unless the
- * rule says own_policy = ask); never/nohuge/system rules with
- * enforce = inject are set through the inject backend.
+ * thpd: the processes a rule leaves alone: setuid programs and processes
+ * with their own never/nohuge default (as far as the kernel shows it from
+ * outside, unless the rule says own_policy = ask).
  */
 #include <elf.h>
 #include <errno.h>
@@ -61,8 +59,8 @@ int thpd_own_policy_notes(const struct thpd_config *c, bool nohuge_hidden, FILE 
 	for (size_t i = 0; nohuge_hidden && i < c->nrules; i++) {
 		const struct thpd_rule *r = &c->rules[i];
 
-		if (r->policy == THPD_HUGE && r->own == THPD_OWN_VISIBLE) {
-			fprintf(out, "note: rule %s: " HIDDEN_NOTE "\n", r->name);
+		if (r->conf.policy == THPD_RULE_HUGE && r->conf.own == THPD_OWN_VISIBLE) {
+			fprintf(out, "note: rule %s: " HIDDEN_NOTE "\n", r->conf.name);
 			n++;
 		}
 	}
@@ -71,18 +69,18 @@ int thpd_own_policy_notes(const struct thpd_config *c, bool nohuge_hidden, FILE 
 
 void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rule *r)
 {
-	if (!r->setuid) {
+	if (!r->conf.setuid) {
 		int secure = thpd_is_secure_exec(p->pid);
 
 		if (secure)
 			p->skipped = true;
 		if (secure > 0)
 			thpd_log(LOG_INFO, "process %d (%s): a setuid/setgid program, left alone (rule %s)",
-				 (int)p->pid, p->comm, r->name);
+				 (int)p->pid, p->comm, r->conf.name);
 		if (secure)
 			return;
 	}
-	if (r->policy == THPD_HUGE && r->own != THPD_OWN_IGNORE) {
+	if (r->conf.policy == THPD_RULE_HUGE && r->conf.own != THPD_OWN_IGNORE) {
 		/* From outside: /proc/PID/status and the maps, nobody is stopped. */
 		THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd);
 		int ret = thp_get_default(&o);
@@ -93,12 +91,12 @@ void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 		 * ignores it.  Only a rule that says own_policy = ask stops
 		 * the process to ask it, once, through the inject backend.
 		 */
-		if (ret == -EOPNOTSUPP && st->nohuge_hidden && r->own == THPD_OWN_VISIBLE &&
+		if (ret == -EOPNOTSUPP && st->nohuge_hidden && r->conf.own == THPD_OWN_VISIBLE &&
 		    !r->own_hidden_logged) {
 			r->own_hidden_logged = true;
-			thpd_log(LOG_NOTICE, "rule %s: " HIDDEN_NOTE, r->name);
+			thpd_log(LOG_NOTICE, "rule %s: " HIDDEN_NOTE, r->conf.name);
 		}
-		if (ret == -EOPNOTSUPP && st->nohuge_hidden && r->own == THPD_OWN_ASK) {
+		if (ret == -EOPNOTSUPP && st->nohuge_hidden && r->conf.own == THPD_OWN_ASK) {
 			o.backend = THP_BACKEND_INJECT;
 			ret = thp_get_default(&o);
 			if (ret < 0 && ret != -ESRCH) {
@@ -108,7 +106,7 @@ void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 					 "nohuge (%s: %s), left alone (rule %s; own_policy = ignore "
 					 "acts anyway)",
 					 (int)p->pid, p->comm, thp_strerror(ret), thp_strerror_detail(),
-					 r->name);
+					 r->conf.name);
 				return;
 			}
 		}
@@ -116,28 +114,7 @@ void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 			p->skipped = true;
 			thpd_log(LOG_INFO, "process %d (%s): its own policy is %s, left alone (rule %s)",
 				 (int)p->pid, p->comm,
-				 o.policy == THP_POLICY_NEVER ? "never" : "nohuge", r->name);
+				 o.policy == THP_POLICY_NEVER ? "never" : "nohuge", r->conf.name);
 		}
 	}
-}
-
-/* A never/nohuge/system rule with enforce = inject: set it in the process, once. */
-void thpd_inject(struct thpd_proc *p, const struct thpd_rule *r)
-{
-	static const uint32_t pol[] = { [THPD_NEVER] = THP_POLICY_NEVER,
-					[THPD_NOHUGE] = THP_POLICY_NOHUGE,
-					[THPD_SYSTEM] = THP_POLICY_SYSTEM };
-	THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd, .policy = pol[r->policy],
-		 .backend = THP_BACKEND_INJECT);
-	int ret = thp_set_default(&o);
-
-	p->inject_done = true;
-	if (ret < 0)
-		thpd_log(LOG_WARNING, "process %d (%s): rule %s: policy %s not set: %s: %s",
-			 (int)p->pid, p->comm, r->name, thpd_policy_name(r->policy), thp_strerror(ret),
-			 thp_strerror_detail());
-	else
-		thpd_log(LOG_INFO, "process %d (%s): rule %s: policy %s set (%llu mappings advised)",
-			 (int)p->pid, p->comm, r->name, thpd_policy_name(r->policy),
-			 (unsigned long long)o.mappings_changed);
 }

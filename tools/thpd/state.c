@@ -179,7 +179,7 @@ static void visit(void *arg, pid_t pid)
 		}
 		if (st->verbose)
 			thpd_log(LOG_DEBUG, "process %d (%s) matches rule %s", (int)pid, p->comm,
-				 st->cfg.rules[rule].name);
+				 st->cfg.rules[rule].conf.name);
 	} else if (rule < 0 && p->pidfd >= 0) {
 		close(p->pidfd);
 		p->pidfd = -1;
@@ -216,7 +216,7 @@ void thpd_consider(struct thpd_state *st, pid_t pid)
 		return;
 	visit(&arg, pid);
 	p = *slot_of(st, pid);
-	if (p && p->rule >= 0 && st->cfg.rules[p->rule].policy != THPD_IGNORE)
+	if (p && p->rule >= 0 && st->cfg.rules[p->rule].conf.policy != THPD_RULE_IGNORE)
 		st->early = st->early_by_event = true;
 }
 

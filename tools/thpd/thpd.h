@@ -15,12 +15,13 @@
 #include "thpd_interface.h" /* tools/common: the socket, the JSON schema, size labels */
 #include "util.h"	    /* THPD_NERRNO */
 
-enum thpd_policy {
-	THPD_HUGE,
-	THPD_NEVER,
-	THPD_NOHUGE,
-	THPD_SYSTEM,
-	THPD_IGNORE,
+/* What a rule does (policy =): a THP policy to collapse to or keep, or nothing. */
+enum thpd_rule_policy {
+	THPD_RULE_HUGE,
+	THPD_RULE_NEVER,
+	THPD_RULE_NOHUGE,
+	THPD_RULE_SYSTEM,
+	THPD_RULE_IGNORE,
 };
 
 /* What a huge rule does with a matched process's own default (own_policy =). */
@@ -33,33 +34,43 @@ enum thpd_own {
 /* The PMD size thpd collapses to (x86_64 and the others with 4 KiB pages). */
 #define THPD_EXTENT (2ULL << 20)
 
-struct thpd_rule_stats {
-	uint64_t collapses;
-	uint64_t shared_skips; /* extents left: shared with another process */
-	uint64_t failures[THPD_NERRNO];
-};
-
-struct thpd_rule {
+/* A rule as written: what it matches and what it does. */
+struct thpd_rule_conf {
 	char *name;
 	char *cgroup; /* glob or NULL */
 	char *exe;    /* glob or NULL */
 	char *user;   /* as written, or NULL */
 	uid_t uid;
-	int policy; /* enum thpd_policy, -1 unset */
+	int policy; /* enum thpd_rule_policy, -1 unset */
 	bool inject;
 	bool setuid;
-	int own;		/* enum thpd_own */
-	bool own_hidden_logged; /* the notice that a nohuge default is unseen was given */
+	int own; /* enum thpd_own */
 	uint64_t max_bytes;
 	uint64_t max_ns;
 	char *file;
 	int line;
-	struct thpd_rule_stats stats; /* carried over a reload by name */
-	/* Figures of the last pass. */
+};
+
+/* Counters since the daemon started: a reload carries them over by the rule's name. */
+struct thpd_rule_totals {
+	uint64_t collapses;
+	uint64_t shared_skips; /* extents left: shared with another process */
+	uint64_t failures[THPD_NERRNO];
+};
+
+/* The figures of the last pass, summed over the rule's processes. */
+struct thpd_rule_last {
 	uint64_t processes, anon, huge, alignable, over_budget;
 	/* Anonymous bytes by folio size, summed over the processes whose sizes
 	 * are known (folio_procs of them): base pages, then thpd_state.sizes[]. */
 	uint64_t folio_procs, folio_base, folio_bytes[THP_PROBE_MAX_SIZES];
+};
+
+struct thpd_rule {
+	struct thpd_rule_conf conf;
+	struct thpd_rule_totals totals;
+	struct thpd_rule_last last;
+	bool own_hidden_logged; /* the notice that a nohuge default is unseen was given */
 };
 
 struct thpd_config {
@@ -84,7 +95,7 @@ int thpd_config_load(struct thpd_config *c, const char *file, bool file_optional
 		     const char *dir, char **err);
 void thpd_config_free(struct thpd_config *c);
 void thpd_config_print(const struct thpd_config *c, FILE *out);
-const char *thpd_policy_name(int policy);
+const char *thpd_rule_policy_name(int policy);
 const char *thpd_own_name(int own); /* own_policy = values */
 
 /* rules.c */
@@ -233,11 +244,12 @@ void thpd_measure(struct thpd_state *st, struct thpd_proc *p, bool collapsing);
 int thpd_is_secure_exec(pid_t pid);
 /* Once per process and rule: mark it skipped if a rule must leave it alone. */
 void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rule *r);
-/* Set the rule's never/nohuge/system policy in the process (enforce = inject). */
-void thpd_inject(struct thpd_proc *p, const struct thpd_rule *r);
 /* The notice --check-config gives for rules whose processes' nohuge default
  * this kernel hides: 0 when none, else the count. */
 int thpd_own_policy_notes(const struct thpd_config *c, bool nohuge_hidden, FILE *out);
+
+/* inject.c: set the rule's never/nohuge/system policy in the process (enforce = inject). */
+void thpd_inject(struct thpd_proc *p, const struct thpd_rule *r);
 
 /* request.c */
 #define THPD_REQ_MAX 1024 /* bytes of a request kept; a longer one is answered as it is */
