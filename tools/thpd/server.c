@@ -225,6 +225,24 @@ size_t thpd_server_pollfds(struct thpd_server *sv, struct pollfd *fds, size_t ca
 	return n;
 }
 
+/* The rules as thpd --check-config prints them. */
+static char *rules_text(const struct thpd_state *st, size_t *len)
+{
+	char *s = NULL;
+	size_t sz = 0;
+	FILE *f = open_memstream(&s, &sz);
+
+	if (!f)
+		return NULL;
+	thpd_config_print(&st->cfg, f);
+	if (fclose(f) != 0) {
+		free(s);
+		return NULL;
+	}
+	*len = sz;
+	return s;
+}
+
 static void reply(struct client *c, const struct thpd_state *st, enum thpd_req what)
 {
 	char *body = NULL;
@@ -238,7 +256,7 @@ static void reply(struct client *c, const struct thpd_state *st, enum thpd_req w
 		else if (what == THPD_REQ_JSON)
 			body = thpd_json_text(st, &len);
 		else if (what == THPD_REQ_RULES)
-			body = thpd_rules_text(st, &len);
+			body = rules_text(st, &len);
 		else if (asprintf(&body, "error: unknown request (expected metrics, json or rules)\n") >= 0)
 			len = strlen(body);
 		c->out = body;

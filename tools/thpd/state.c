@@ -247,3 +247,30 @@ void thpd_refresh(struct thpd_state *st)
 		}
 	}
 }
+
+static int by_anon(const void *a, const void *b)
+{
+	const struct thpd_proc *x = *(const struct thpd_proc *const *)a;
+	const struct thpd_proc *y = *(const struct thpd_proc *const *)b;
+
+	if (x->anon != y->anon)
+		return x->anon < y->anon ? 1 : -1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+size_t thpd_matched_by_anon(const struct thpd_state *st, const struct thpd_proc ***out)
+{
+	const struct thpd_proc **v = malloc((st->nprocs + 1) * sizeof(*v));
+	size_t n = 0;
+
+	*out = v;
+	if (!v)
+		return 0;
+	for (size_t i = 0; i < st->nhash; i++)
+		for (const struct thpd_proc *p = st->hash[i]; p; p = p->next)
+			if (n < st->nprocs && p->rule >= 0)
+				v[n++] = p;
+	if (n)
+		qsort(v, n, sizeof(*v), by_anon);
+	return n;
+}

@@ -222,15 +222,18 @@ void thpd_forget(struct thpd_state *st, pid_t pid);
 void thpd_refresh(struct thpd_state *st);
 /* Match one process now (an exec event); sets st->early when a rule acts on it. */
 void thpd_consider(struct thpd_state *st, pid_t pid);
+/* The matched processes, largest anonymous memory first, in a malloc'd array
+ * @out: their count (0 and maybe NULL on out of memory). */
+size_t thpd_matched_by_anon(const struct thpd_state *st, const struct thpd_proc ***out);
 
-/* metrics.c: text into a malloc'd buffer; NULL on out of memory. */
+/* metrics.c (Prometheus text), status_json.c (the status JSON): text into a
+ * malloc'd buffer; NULL on out of memory. */
 char *thpd_metrics_text(const struct thpd_state *st, size_t *len);
 char *thpd_json_text(const struct thpd_state *st, size_t *len);
 /* For HTTP: without per-process figures unless http_process_metrics = yes. */
 char *thpd_metrics_text_public(const struct thpd_state *st, size_t *len);
 char *thpd_json_text_public(const struct thpd_state *st, size_t *len);
-char *thpd_rules_text(const struct thpd_state *st, size_t *len);
-/* Through its directory, never following a link; logs each new failure once. */
+/* metrics_file.c: through its directory, never following a link; logs each new failure once. */
 int thpd_metrics_write_file(const struct thpd_state *st, const char *path);
 
 /* measure.c */
