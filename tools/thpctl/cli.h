@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* thpctl: what the commands share for their command lines (cli.c): usage errors, options, output. */
+/* thpctl: what the commands share (cli.c): usage errors, options given once, output. */
 #ifndef THPCTL_CLI_H
 #define THPCTL_CLI_H
 

@@ -20,7 +20,6 @@
 int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge)
 {
 	char path[64], buf[4096];
-	const char *p;
 	unsigned long long kb;
 	ssize_t n;
 
@@ -29,9 +28,9 @@ int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge)
 	if (n <= 0)
 		return -1;
 	*anon = *huge = 0;
-	if ((p = strstr(buf, "\nAnonymous:")) && sscanf(p + 11, "%llu", &kb) == 1)
+	if (thpd_field(buf, "Anonymous", &kb))
 		*anon = kb << 10;
-	if ((p = strstr(buf, "\nAnonHugePages:")) && sscanf(p + 15, "%llu", &kb) == 1)
+	if (thpd_field(buf, "AnonHugePages", &kb))
 		*huge = kb << 10;
 	return 0;
 }

@@ -53,8 +53,7 @@ static void exec_ident(pid_t pid, struct exec_ident *e)
 	char path[64];
 	uint64_t aux[512];
 	struct stat sb;
-	ssize_t n = -1;
-	int fd;
+	ssize_t n;
 
 	memset(e, 0, sizeof(*e));
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
@@ -62,20 +61,9 @@ static void exec_ident(pid_t pid, struct exec_ident *e)
 		e->dev = sb.st_dev;
 		e->ino = sb.st_ino;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, aux, sizeof(aux));
-		close(fd);
-	}
-	for (ssize_t i = 0; i + 1 < n / (ssize_t)sizeof(uint64_t); i += 2) {
-		if (aux[i] == AT_RANDOM)
-			e->at_random = aux[i + 1];
-		else if (aux[i] == AT_ENTRY)
-			e->at_entry = aux[i + 1];
-		else if (aux[i] == AT_NULL)
-			break;
-	}
+	n = thpd_read_auxv(pid, aux, sizeof(aux) / sizeof(aux[0]));
+	thpd_auxv_value(aux, n, AT_RANDOM, &e->at_random);
+	thpd_auxv_value(aux, n, AT_ENTRY, &e->at_entry);
 }
 
 static int mm_anchor(pid_t pid)

@@ -39,14 +39,12 @@ static int read_cgroup(pid_t pid, char *out, size_t cap)
 static int read_uid(pid_t pid, uid_t *uid)
 {
 	char path[64], buf[2048];
-	const char *p;
-	unsigned long u;
+	unsigned long long u;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	if (thpd_read_small(path, buf, sizeof(buf)) < 0)
 		return -1;
-	p = strstr(buf, "\nUid:");
-	if (!p || sscanf(p + 5, "%lu", &u) != 1)
+	if (!thpd_field(buf, "Uid", &u))
 		return 1;
 	*uid = (uid_t)u;
 	return 0;

@@ -10,17 +10,13 @@
 /* The Seccomp: field of /proc/self/status: 0, 1 strict, 2 filter; -1 not shown. */
 static int own_seccomp_mode(void)
 {
-	char line[256];
-	int mode = -1;
-	FILE *f = fopen("/proc/self/status", "re");
+	char buf[8192];
+	unsigned long long mode;
 
-	if (!f)
+	if (thpd_read_small("/proc/self/status", buf, sizeof(buf)) < 0 ||
+	    !thpd_field(buf, "Seccomp", &mode))
 		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "Seccomp:", 8) && sscanf(line + 8, "%d", &mode) == 1)
-			break;
-	fclose(f);
-	return mode;
+	return (int)mode;
 }
 
 /*

@@ -22,29 +22,19 @@
 int thpd_is_secure_exec(pid_t pid)
 {
 	char path[64];
-	uint64_t aux[512];
+	uint64_t aux[512], secure;
 	struct stat sb;
 	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	if (stat(path, &sb) == 0 && (sb.st_mode & (S_ISUID | S_ISGID)))
 		return 1;
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	n = thpd_read_auxv(pid, aux, sizeof(aux) / sizeof(aux[0]));
+	if (n < 0)
 		return errno == ENOENT || errno == ESRCH ? -1 : 1; /* cannot tell: touch nothing */
-	n = read(fd, aux, sizeof(aux));
-	close(fd);
-	if (n <= 0)
-		return n == 0 || errno == ESRCH ? -1 : 1; /* a zombie's auxv is empty */
-	for (ssize_t i = 0; i + 1 < n / (ssize_t)sizeof(uint64_t); i += 2) {
-		if (aux[i] == AT_SECURE)
-			return aux[i + 1] != 0;
-		if (aux[i] == AT_NULL)
-			break;
-	}
-	return 0;
+	if (n == 0)
+		return -1; /* a zombie's auxv is empty */
+	return thpd_auxv_value(aux, n, AT_SECURE, &secure) && secure != 0;
 }
 
 #define HIDDEN_NOTE                                                                          \
