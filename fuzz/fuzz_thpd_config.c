@@ -20,13 +20,6 @@
 #include "json.h"
 #include "thpd.h"
 
-/* config.c logs nothing itself; thpd_log() lives in main.c. */
-void thpd_log(int prio, const char *fmt, ...)
-{
-	(void)prio;
-	(void)fmt;
-}
-
 static bool valid_name(const char *s)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -84,8 +77,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < c.nrules; i++) {
 			const struct thpd_rule *r = &c.rules[i];
 
-			if (!valid_name(r->name) || r->policy < 0 || r->policy > THPD_IGNORE ||
-			    (!r->cgroup && !r->exe && !r->user) || r->line < 1 || (size_t)r->line > lines)
+			if (!valid_name(r->conf.name) || r->conf.policy < 0 || r->conf.policy > THPD_RULE_IGNORE ||
+			    (!r->conf.cgroup && !r->conf.exe && !r->conf.user) || r->conf.line < 1 || (size_t)r->conf.line > lines)
 				abort();
 		}
 		f = open_memstream(&out, &outlen);

@@ -427,6 +427,15 @@ def case_huge(args, tmp):
         check(metric(text, "thpd_rule_policy_enforced", rule="quiet", policy="never") == 0,
               "a never rule in report mode must say it is not enforced")
         check(metric(text, "thpd_process_anon_bytes", pid=ow.pid) is None, "unmatched in metrics")
+        # A reload carries a rule's counters over to the rule of the same name.
+        before = metric(text, "thpd_collapses_total", rule="big")
+        with open(d.conf, "w") as f:
+            f.write(conf.replace("max_ms_per_pass = 1000", "max_ms_per_pass = 999"))
+        d.p.send_signal(signal.SIGHUP)
+        check(wait_for(lambda: "reloaded" in d.logtext(), 10), "no reload")
+        after = metric(d.query("metrics"), "thpd_collapses_total", rule="big")
+        check(before and after is not None and after >= before,
+              f"thpd_collapses_total over a reload: {before} -> {after}")
         print(f"huge: {hw.huge() // MIB} of {hw.len // MIB} MiB huge; "
               f"thpd cpu {st['daemon']['cpu_seconds']:.3f} s over {st['daemon']['passes']} passes")
     finally:

@@ -436,7 +436,7 @@ int thpctl_cmd_probe(int argc, char **argv)
 			json = true;
 			break;
 		case 'h':
-			thpctl_usage("probe", stdout);
+			fputs(thpctl_probe_command.usage, stdout);
 			return thpctl_finish_output(THPCTL_EXIT_OK);
 		default:
 			return thpctl_bad_option("probe", argv, opt);
@@ -464,3 +464,21 @@ int thpctl_cmd_probe(int argc, char **argv)
 	}
 	return thpctl_finish_output(THPCTL_EXIT_OK);
 }
+
+/* Its row in thpctl's command list (main.c) and the text --help prints. */
+const struct thpctl_command thpctl_probe_command = {
+	.name = "probe",
+	.fn = thpctl_cmd_probe,
+	.summary = "show what this kernel offers for THP control",
+	.usage =
+		"Usage: thpctl probe [--json]\n"
+		"\n"
+		"Show each libthp backend (available or not, and why), the system-wide THP\n"
+		"mode and defrag setting, the PMD huge page size, and the kernel features\n"
+		"libthp looks for (PIDFD_SELF, PROCMAP_QUERY, MADV_COLLAPSE,\n"
+		"PR_THP_DISABLE_EXCEPT_ADVISED, the RFC PMADV_* flags).\n"
+		"\n"
+		"Options:\n"
+		"  --json        machine-readable output (thpctl-json.md in libthp-doc)\n"
+		"  -h, --help    show this help\n",
+};

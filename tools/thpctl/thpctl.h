@@ -22,6 +22,17 @@ enum thpctl_exit {
 	THPCTL_EXIT_NOT_FOUND = 127,
 };
 
+/* A command: its name, its function (argv[0] = the command's name), a
+ * one-line summary and the usage --help prints; defined in NAME.c. */
+struct thpctl_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+	const char *usage; /* synopsis and options */
+};
+extern const struct thpctl_command thpctl_probe_command, thpctl_status_command,
+	thpctl_apply_command, thpctl_collapse_command, thpctl_policy_command, thpctl_run_command;
+
 /* Each subcommand gets argv with argv[0] = the subcommand name. */
 int thpctl_cmd_probe(int argc, char **argv);
 int thpctl_cmd_status(int argc, char **argv);
@@ -39,7 +50,7 @@ int thpctl_status_daemon(const char *socket_path, bool json);
 struct jval;
 void thpctl_daemon_table(const struct jval *doc);
 
-/* "thpctl: <message>\n" on stderr. */
+/* "thpctl: <message>\n" on stderr (cli.c). */
 void thpctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
@@ -50,7 +61,7 @@ void thpctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 const char *thpctl_preload_path(const char **why);
 
-/* "huge" / "nohuge" / "never" / "system" -> enum thp_policy; -1 if unknown. */
+/* "huge" / "nohuge" / "never" / "system" -> enum thp_policy; -1 if unknown (cli.c). */
 int thpctl_parse_policy(const char *name);
 
 #endif

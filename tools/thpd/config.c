@@ -19,9 +19,9 @@
 
 static const char *const policy_names[] = { "huge", "never", "nohuge", "system", "ignore" };
 
-const char *thpd_policy_name(int policy)
+const char *thpd_rule_policy_name(int policy)
 {
-	return policy >= 0 && policy <= THPD_IGNORE ? policy_names[policy] : "unset";
+	return policy >= 0 && policy <= THPD_RULE_IGNORE ? policy_names[policy] : "unset";
 }
 
 const char *thpd_own_name(int own)
@@ -213,11 +213,11 @@ static int parse_user(const char *v, uid_t *uid)
 
 static void rule_free(struct thpd_rule *r)
 {
-	free(r->name);
-	free(r->cgroup);
-	free(r->exe);
-	free(r->user);
-	free(r->file);
+	free(r->conf.name);
+	free(r->conf.cgroup);
+	free(r->conf.exe);
+	free(r->conf.user);
+	free(r->conf.file);
 }
 
 static int new_rule(struct parse_ctx *p, const char *name)
@@ -227,9 +227,9 @@ static int new_rule(struct parse_ctx *p, const char *name)
 	size_t i;
 
 	for (i = 0; i < c->nrules; i++) {
-		if (!strcmp(c->rules[i].name, name)) {
+		if (!strcmp(c->rules[i].conf.name, name)) {
 			add_err(p, p->section_line, "rule \"%s\" is already defined at %s:%d", name,
-				c->rules[i].file, c->rules[i].line);
+				c->rules[i].conf.file, c->rules[i].conf.line);
 			return -1;
 		}
 	}
@@ -239,13 +239,13 @@ static int new_rule(struct parse_ctx *p, const char *name)
 	c->rules = n;
 	n = &c->rules[c->nrules];
 	memset(n, 0, sizeof(*n));
-	n->name = strdup(name);
-	n->file = strdup(p->file);
-	n->line = p->section_line;
-	n->policy = -1;
-	n->max_bytes = 256ULL << 20;
-	n->max_ns = 250ULL * 1000000;
-	if (!n->name || !n->file) {
+	n->conf.name = strdup(name);
+	n->conf.file = strdup(p->file);
+	n->conf.line = p->section_line;
+	n->conf.policy = -1;
+	n->conf.max_bytes = 256ULL << 20;
+	n->conf.max_ns = 250ULL * 1000000;
+	if (!n->conf.name || !n->conf.file) {
 		rule_free(n);
 		return -1;
 	}
@@ -365,40 +365,40 @@ static int handler(void *user, const char *section, const char *name, const char
 		uint64_t n;
 
 		if (!strcmp(name, "cgroup")) {
-			set_str(&r->cgroup, value[0] == '/' ? value + 1 : value);
+			set_str(&r->conf.cgroup, value[0] == '/' ? value + 1 : value);
 		} else if (!strcmp(name, "exe")) {
-			set_str(&r->exe, value);
+			set_str(&r->conf.exe, value);
 		} else if (!strcmp(name, "user")) {
-			if (parse_user(value, &r->uid))
+			if (parse_user(value, &r->conf.uid))
 				add_err(p, line, "user: no such user \"%s\"", value);
 			else
-				set_str(&r->user, value);
+				set_str(&r->conf.user, value);
 		} else if (!strcmp(name, "policy")) {
-			r->policy = POLICY_INVALID;
-			for (i = 0; i <= THPD_IGNORE; i++)
+			r->conf.policy = POLICY_INVALID;
+			for (i = 0; i <= THPD_RULE_IGNORE; i++)
 				if (!strcmp(value, policy_names[i]))
-					r->policy = (int)i;
-			if (r->policy < 0)
+					r->conf.policy = (int)i;
+			if (r->conf.policy < 0)
 				add_err(p, line, "policy: expected huge, never, nohuge, system or ignore, got \"%s\"",
 					value);
 		} else if (!strcmp(name, "enforce")) {
 			if (!strcmp(value, "inject"))
-				r->inject = true;
+				r->conf.inject = true;
 			else if (!strcmp(value, "report"))
-				r->inject = false;
+				r->conf.inject = false;
 			else
 				add_err(p, line, "enforce: expected report or inject, got \"%s\"", value);
 		} else if (!strcmp(name, "max_bytes_per_pass")) {
-			if (parse_size(value, &r->max_bytes) || r->max_bytes == 0)
+			if (parse_size(value, &r->conf.max_bytes) || r->conf.max_bytes == 0)
 				add_err(p, line, "max_bytes_per_pass: expected a size such as 256M, got \"%s\"",
 					value);
 		} else if (!strcmp(name, "max_ms_per_pass")) {
 			if (parse_uint(value, 60000, &n) || n == 0)
 				add_err(p, line, "max_ms_per_pass: expected 1 to 60000, got \"%s\"", value);
 			else
-				r->max_ns = n * 1000000;
+				r->conf.max_ns = n * 1000000;
 		} else if (!strcmp(name, "setuid")) {
-			if (parse_bool(value, &r->setuid))
+			if (parse_bool(value, &r->conf.setuid))
 				add_err(p, line, "setuid: expected yes or no, got \"%s\"", value);
 		} else if (!strcmp(name, "override_own_policy")) {
 			bool b;
@@ -406,7 +406,7 @@ static int handler(void *user, const char *section, const char *name, const char
 			if (parse_bool(value, &b))
 				add_err(p, line, "override_own_policy: expected yes or no, got \"%s\"", value);
 			else
-				r->own = b ? THPD_OWN_IGNORE : THPD_OWN_VISIBLE;
+				r->conf.own = b ? THPD_OWN_IGNORE : THPD_OWN_VISIBLE;
 		} else if (!strcmp(name, "own_policy")) {
 			int k;
 
@@ -415,9 +415,9 @@ static int handler(void *user, const char *section, const char *name, const char
 			if (k < 0)
 				add_err(p, line, "own_policy: expected visible, ask or ignore, got \"%s\"", value);
 			else
-				r->own = k;
+				r->conf.own = k;
 		} else {
-			add_err(p, line, "unknown key \"%s\" in [rule %s]", name, r->name);
+			add_err(p, line, "unknown key \"%s\" in [rule %s]", name, r->conf.name);
 		}
 	}
 	/* Always 1: the errors are collected here, with their lines. */
@@ -453,13 +453,13 @@ static void parse_one(struct parse_ctx *p, const char *path)
 	for (i = first; i < p->c->nrules; i++) {
 		struct thpd_rule *ru = &p->c->rules[i];
 
-		if (!ru->cgroup && !ru->exe && !ru->user)
-			add_err(p, ru->line, "rule \"%s\" has no cgroup, exe or user to match", ru->name);
-		if (ru->policy == -1) /* not POLICY_INVALID: that error is said already */
-			add_err(p, ru->line, "rule \"%s\" has no policy", ru->name);
-		if (ru->inject && (ru->policy == THPD_HUGE || ru->policy == THPD_IGNORE))
-			add_err(p, ru->line, "rule \"%s\": enforce = inject is for never, nohuge and system",
-				ru->name);
+		if (!ru->conf.cgroup && !ru->conf.exe && !ru->conf.user)
+			add_err(p, ru->conf.line, "rule \"%s\" has no cgroup, exe or user to match", ru->conf.name);
+		if (ru->conf.policy == -1) /* not POLICY_INVALID: that error is said already */
+			add_err(p, ru->conf.line, "rule \"%s\" has no policy", ru->conf.name);
+		if (ru->conf.inject && (ru->conf.policy == THPD_RULE_HUGE || ru->conf.policy == THPD_RULE_IGNORE))
+			add_err(p, ru->conf.line, "rule \"%s\": enforce = inject is for never, nohuge and system",
+				ru->conf.name);
 	}
 }
 
@@ -503,9 +503,9 @@ int thpd_config_load(struct thpd_config *c, const char *file, bool file_optional
 			free(list);
 	}
 	for (i = 0; i < c->nrules; i++) {
-		if (c->rules[i].user)
+		if (c->rules[i].conf.user)
 			c->uses_user = true;
-		if (c->rules[i].cgroup)
+		if (c->rules[i].conf.cgroup)
 			c->uses_cgroup = true;
 	}
 	return p.nerr;
@@ -535,24 +535,24 @@ void thpd_config_print(const struct thpd_config *c, FILE *out)
 	for (size_t i = 0; i < c->nrules; i++) {
 		const struct thpd_rule *r = &c->rules[i];
 
-		fprintf(out, "%zu. [rule %s] (%s:%d) policy=%s", i + 1, r->name, r->file, r->line,
-			thpd_policy_name(r->policy));
-		if (r->policy == THPD_NEVER || r->policy == THPD_NOHUGE || r->policy == THPD_SYSTEM)
-			fprintf(out, " enforce=%s", r->inject ? "inject" : "report");
-		if (r->cgroup)
-			fprintf(out, " cgroup=%s", r->cgroup);
-		if (r->exe)
-			fprintf(out, " exe=%s", r->exe);
-		if (r->user)
-			fprintf(out, " user=%s(%u)", r->user, (unsigned)r->uid);
-		if (r->policy == THPD_HUGE)
+		fprintf(out, "%zu. [rule %s] (%s:%d) policy=%s", i + 1, r->conf.name, r->conf.file, r->conf.line,
+			thpd_rule_policy_name(r->conf.policy));
+		if (r->conf.policy == THPD_RULE_NEVER || r->conf.policy == THPD_RULE_NOHUGE || r->conf.policy == THPD_RULE_SYSTEM)
+			fprintf(out, " enforce=%s", r->conf.inject ? "inject" : "report");
+		if (r->conf.cgroup)
+			fprintf(out, " cgroup=%s", r->conf.cgroup);
+		if (r->conf.exe)
+			fprintf(out, " exe=%s", r->conf.exe);
+		if (r->conf.user)
+			fprintf(out, " user=%s(%u)", r->conf.user, (unsigned)r->conf.uid);
+		if (r->conf.policy == THPD_RULE_HUGE)
 			fprintf(out, " max_bytes_per_pass=%llu max_ms_per_pass=%llu",
-				(unsigned long long)r->max_bytes,
-				(unsigned long long)(r->max_ns / 1000000));
-		if (r->setuid)
+				(unsigned long long)r->conf.max_bytes,
+				(unsigned long long)(r->conf.max_ns / 1000000));
+		if (r->conf.setuid)
 			fprintf(out, " setuid=yes");
-		if (r->policy == THPD_HUGE)
-			fprintf(out, " own_policy=%s", thpd_own_name(r->own));
+		if (r->conf.policy == THPD_RULE_HUGE)
+			fprintf(out, " own_policy=%s", thpd_own_name(r->conf.own));
 		fputc('\n', out);
 	}
 }

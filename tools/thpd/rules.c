@@ -39,14 +39,12 @@ static int read_cgroup(pid_t pid, char *out, size_t cap)
 static int read_uid(pid_t pid, uid_t *uid)
 {
 	char path[64], buf[2048];
-	const char *p;
-	unsigned long u;
+	unsigned long long u;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	if (thpd_read_small(path, buf, sizeof(buf)) < 0)
 		return -1;
-	p = strstr(buf, "\nUid:");
-	if (!p || sscanf(p + 5, "%lu", &u) != 1)
+	if (!thpd_field(buf, "Uid", &u))
 		return 1;
 	*uid = (uid_t)u;
 	return 0;
@@ -98,11 +96,11 @@ int thpd_rules_match(const struct thpd_config *c, const struct thpd_ident *id)
 	for (size_t i = 0; i < c->nrules; i++) {
 		const struct thpd_rule *r = &c->rules[i];
 
-		if (r->cgroup && (!id->have_cgroup || fnmatch(r->cgroup, id->cgroup, 0) != 0))
+		if (r->conf.cgroup && (!id->have_cgroup || fnmatch(r->conf.cgroup, id->cgroup, 0) != 0))
 			continue;
-		if (r->exe && (!id->have_exe || fnmatch(r->exe, id->exe, 0) != 0))
+		if (r->conf.exe && (!id->have_exe || fnmatch(r->conf.exe, id->exe, 0) != 0))
 			continue;
-		if (r->user && (!id->have_uid || id->uid != r->uid))
+		if (r->conf.user && (!id->have_uid || id->uid != r->conf.uid))
 			continue;
 		return (int)i;
 	}

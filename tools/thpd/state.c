@@ -15,6 +15,8 @@
 
 #include <thp/thp.h>
 
+#include "clock_ns.h" /* lib/: clock_ns(), now_ns() */
+#include "log.h"
 #include "thpd.h"
 
 #ifndef SYS_pidfd_open
@@ -27,8 +29,8 @@ void thpd_state_init(struct thpd_state *st)
 	st->nhash = 1024;
 	st->self = getpid();
 	st->hash = calloc(st->nhash, sizeof(*st->hash));
-	st->last_cpu_ns = thpd_cpu_ns();
-	st->last_wall_ns = thpd_mono_ns();
+	st->last_cpu_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	st->last_wall_ns = now_ns();
 	st->folio_source = -1;
 	{
 		struct thp_probe_info pi = { .sz = sizeof(pi) };
@@ -177,7 +179,7 @@ static void visit(void *arg, pid_t pid)
 		}
 		if (st->verbose)
 			thpd_log(LOG_DEBUG, "process %d (%s) matches rule %s", (int)pid, p->comm,
-				 st->cfg.rules[rule].name);
+				 st->cfg.rules[rule].conf.name);
 	} else if (rule < 0 && p->pidfd >= 0) {
 		close(p->pidfd);
 		p->pidfd = -1;
@@ -214,7 +216,7 @@ void thpd_consider(struct thpd_state *st, pid_t pid)
 		return;
 	visit(&arg, pid);
 	p = *slot_of(st, pid);
-	if (p && p->rule >= 0 && st->cfg.rules[p->rule].policy != THPD_IGNORE)
+	if (p && p->rule >= 0 && st->cfg.rules[p->rule].conf.policy != THPD_RULE_IGNORE)
 		st->early = st->early_by_event = true;
 }
 
@@ -244,4 +246,31 @@ void thpd_refresh(struct thpd_state *st)
 			st->nprocs--;
 		}
 	}
+}
+
+static int by_anon(const void *a, const void *b)
+{
+	const struct thpd_proc *x = *(const struct thpd_proc *const *)a;
+	const struct thpd_proc *y = *(const struct thpd_proc *const *)b;
+
+	if (x->anon != y->anon)
+		return x->anon < y->anon ? 1 : -1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+size_t thpd_matched_by_anon(const struct thpd_state *st, const struct thpd_proc ***out)
+{
+	const struct thpd_proc **v = malloc((st->nprocs + 1) * sizeof(*v));
+	size_t n = 0;
+
+	*out = v;
+	if (!v)
+		return 0;
+	for (size_t i = 0; i < st->nhash; i++)
+		for (const struct thpd_proc *p = st->hash[i]; p; p = p->next)
+			if (n < st->nprocs && p->rule >= 0)
+				v[n++] = p;
+	if (n)
+		qsort(v, n, sizeof(*v), by_anon);
+	return n;
 }

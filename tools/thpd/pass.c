@@ -19,65 +19,15 @@
 
 #include <thp/thp.h>
 
+#include "clock_ns.h" /* lib/: clock_ns(), now_ns() */
+#include "log.h"
+#include "watchdog.h"
 #include "thpd.h"
 
 #define FAILURES_CAP 32
 #define MAX_BACKOFF 64
 #define CATCHUP_GAP_NS (50ULL * 1000000ULL)
 #define EVENTS_BURST_S 5.0
-
-const int thpd_errnos[THPD_NERRNO - 1] = { EAGAIN, EBUSY, ENOMEM, EINVAL, EPERM };
-
-const char *thpd_errno_label(int slot)
-{
-	static const char *const names[THPD_NERRNO] = { "EAGAIN", "EBUSY", "ENOMEM", "EINVAL",
-							"EPERM", "other" };
-
-	return slot >= 0 && slot < THPD_NERRNO ? names[slot] : "other";
-}
-
-int thpd_errno_slot(int err)
-{
-	for (int i = 0; i < THPD_NERRNO - 1; i++)
-		if (thpd_errnos[i] == err)
-			return i;
-	return THPD_NERRNO - 1;
-}
-
-uint64_t thpd_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t thpd_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t thpd_rss_bytes(void)
-{
-	char buf[256];
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-	unsigned long size, rss;
-
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	if (sscanf(buf, "%lu %lu", &size, &rss) != 2)
-		return 0;
-	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
-}
 
 static double spend_threshold(const struct thpd_state *st);
 
@@ -103,8 +53,7 @@ static void exec_ident(pid_t pid, struct exec_ident *e)
 	char path[64];
 	uint64_t aux[512];
 	struct stat sb;
-	ssize_t n = -1;
-	int fd;
+	ssize_t n;
 
 	memset(e, 0, sizeof(*e));
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
@@ -112,20 +61,9 @@ static void exec_ident(pid_t pid, struct exec_ident *e)
 		e->dev = sb.st_dev;
 		e->ino = sb.st_ino;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = read(fd, aux, sizeof(aux));
-		close(fd);
-	}
-	for (ssize_t i = 0; i + 1 < n / (ssize_t)sizeof(uint64_t); i += 2) {
-		if (aux[i] == AT_RANDOM)
-			e->at_random = aux[i + 1];
-		else if (aux[i] == AT_ENTRY)
-			e->at_entry = aux[i + 1];
-		else if (aux[i] == AT_NULL)
-			break;
-	}
+	n = thpd_read_auxv(pid, aux, sizeof(aux) / sizeof(aux[0]));
+	thpd_auxv_value(aux, n, AT_RANDOM, &e->at_random);
+	thpd_auxv_value(aux, n, AT_ENTRY, &e->at_entry);
 }
 
 static int mm_anchor(pid_t pid)
@@ -157,20 +95,21 @@ static bool exec_since(const struct thpd_proc *p, int anchor, const struct exec_
 
 void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c)
 {
+	/* The totals, and only they, carry over to the rule of the same name. */
 	for (size_t i = 0; i < c->nrules; i++)
 		for (size_t j = 0; j < st->cfg.nrules; j++)
-			if (!strcmp(c->rules[i].name, st->cfg.rules[j].name))
-				c->rules[i].stats = st->cfg.rules[j].stats;
+			if (!strcmp(c->rules[i].conf.name, st->cfg.rules[j].conf.name))
+				c->rules[i].totals = st->cfg.rules[j].totals;
 	/* Every process is matched again under the new rules; what was
 	 * injected stays done, so a process is never injected twice for the
 	 * same rule name. */
 	for (size_t i = 0; i < st->nhash; i++) {
 		for (struct thpd_proc *p = st->hash[i]; p; p = p->next) {
-			const char *old = p->rule >= 0 ? st->cfg.rules[p->rule].name : NULL;
+			const char *old = p->rule >= 0 ? st->cfg.rules[p->rule].conf.name : NULL;
 			int keep = -1;
 
 			for (size_t k = 0; old && k < c->nrules; k++)
-				if (!strcmp(c->rules[k].name, old))
+				if (!strcmp(c->rules[k].conf.name, old))
 					keep = (int)k;
 			p->rule = keep;
 			/* The new rules may match on what was not read (user). */
@@ -203,7 +142,7 @@ static uint64_t collapse_call(struct thpd_state *st, struct thpd_proc *p, struct
 			      uint64_t max_ns, uint64_t max_bytes, uint64_t *collapsed)
 {
 	struct thp_report fail[FAILURES_CAP];
-	uint64_t c0 = thpd_cpu_ns();
+	uint64_t c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	uint64_t reported = 0;
 	int ret;
 
@@ -217,12 +156,12 @@ static uint64_t collapse_call(struct thpd_state *st, struct thpd_proc *p, struct
 	*collapsed = 0;
 	o.budget_ns = p->overhead_ns + max_ns;
 	ret = thp_collapse(&o);
-	c0 = thpd_cpu_ns() - c0;
+	c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
 	st->bucket_s -= (double)c0 / 1e9;
 	st->pass_collapse_ns += c0;
 	if (ret < 0) {
 		if (ret != -ESRCH) {
-			r->stats.failures[thpd_errno_slot(-ret)]++;
+			r->totals.failures[thpd_errno_slot(-ret)]++;
 			thpd_log(LOG_WARNING, "process %d (%s): collapse: %s: %s", (int)p->pid, p->comm,
 				 thp_strerror(ret), thp_strerror_detail());
 		}
@@ -243,13 +182,13 @@ static uint64_t collapse_call(struct thpd_state *st, struct thpd_proc *p, struct
 			 (double)c0 / 1e6);
 	if (!o.extents_collapsed && o.extents_over_budget)
 		p->overhead_ns = o.elapsed_ns < 1000000000ULL ? o.elapsed_ns : 1000000000ULL;
-	r->stats.collapses += o.extents_collapsed;
-	r->stats.shared_skips += o.extents_shared;
+	r->totals.collapses += o.extents_collapsed;
+	r->totals.shared_skips += o.extents_shared;
 	p->collapses += o.extents_collapsed;
 	for (uint64_t i = 0; i < o.failures_needed && i < FAILURES_CAP; i++, reported++)
-		r->stats.failures[thpd_errno_slot(fail[i].error)]++;
+		r->totals.failures[thpd_errno_slot(fail[i].error)]++;
 	if (o.extents_failed > reported)
-		r->stats.failures[THPD_NERRNO - 1] += o.extents_failed - reported;
+		r->totals.failures[THPD_NERRNO - 1] += o.extents_failed - reported;
 	*collapsed = o.extents_collapsed;
 	p->huge = o.anon_huge_after;
 	if (o.extents_collapsed) {
@@ -279,17 +218,17 @@ static void collapse(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 		/* No more than the CPU bucket holds (at least 1 ms): a deep debt
 		 * would hold back the next new work for seconds. */
 		uint64_t left_ns = st->bucket_s > 0.001 ? (uint64_t)(st->bucket_s * 1e9) : 1000000;
-		uint64_t want = r->max_ns - spent_ns < left_ns ? r->max_ns - spent_ns : left_ns;
+		uint64_t want = r->conf.max_ns - spent_ns < left_ns ? r->conf.max_ns - spent_ns : left_ns;
 		uint64_t slice = want < COLLAPSE_SLICE_NS ? want : COLLAPSE_SLICE_NS;
 
-		over = collapse_call(st, p, r, slice, r->max_bytes - done, &n);
+		over = collapse_call(st, p, r, slice, r->conf.max_bytes - done, &n);
 		spent_ns += slice;
 		done += n * THPD_EXTENT;
-		if (!over || spent_ns >= r->max_ns || done >= r->max_bytes || st->bucket_s <= 0 ||
+		if (!over || spent_ns >= r->conf.max_ns || done >= r->conf.max_bytes || st->bucket_s <= 0 ||
 		    thpd_tick())
 			break;
 	}
-	r->over_budget += over * THPD_EXTENT;
+	r->last.over_budget += over * THPD_EXTENT;
 	st->work_left += over * THPD_EXTENT;
 }
 
@@ -328,7 +267,7 @@ void thpd_pass(struct thpd_state *st)
 {
 	struct thpd_proc **cand = NULL;
 	size_t ncand = 0, cap = 0;
-	uint64_t cpu, wall, t0 = thpd_mono_ns();
+	uint64_t cpu, wall, t0 = now_ns();
 	double rate, maxb;
 	bool stop = false;
 	bool by_event = st->early_by_event;
@@ -336,8 +275,8 @@ void thpd_pass(struct thpd_state *st)
 	/* The budget: every CPU second the daemon used counts against it,
 	 * earned at the steady rate, or the catch-up rate while the last pass
 	 * still found memory to collapse. */
-	cpu = thpd_cpu_ns();
-	wall = thpd_mono_ns();
+	cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	wall = now_ns();
 	rate = st->catchup ? st->cfg.catchup_budget : st->cfg.cpu_budget;
 	st->bucket_s += rate * (double)(wall - st->last_wall_ns) / 1e9;
 	st->bucket_s -= (double)(cpu - st->last_cpu_ns) / 1e9;
@@ -365,9 +304,7 @@ void thpd_pass(struct thpd_state *st)
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
 		struct thpd_rule *r = &st->cfg.rules[i];
 
-		r->processes = r->anon = r->huge = r->alignable = r->over_budget = 0;
-		r->folio_procs = r->folio_base = 0;
-		memset(r->folio_bytes, 0, sizeof(r->folio_bytes));
+		memset(&r->last, 0, sizeof(r->last));
 	}
 	for (size_t i = 0; i < st->nhash && !stop; i++) {
 		for (struct thpd_proc *p = st->hash[i]; p; p = p->next) {
@@ -381,18 +318,18 @@ void thpd_pass(struct thpd_state *st)
 				break;
 			}
 			r = &st->cfg.rules[p->rule];
-			if (r->policy == THPD_IGNORE)
+			if (r->conf.policy == THPD_RULE_IGNORE)
 				continue;
-			if (!p->inject_done && !p->skipped && (r->policy == THPD_HUGE || r->inject)) {
+			if (!p->inject_done && !p->skipped && (r->conf.policy == THPD_RULE_HUGE || r->conf.inject)) {
 				thpd_check_skip(st, p, r);
-				if (!p->skipped && r->inject)
+				if (!p->skipped && r->conf.inject)
 					thpd_inject(p, r);
 				p->inject_done = true;
 			}
-			thpd_measure(st, p, r->policy == THPD_HUGE && !p->skipped);
-			if (!(r->policy == THPD_HUGE && !p->skipped && p->alignable >= p->huge + THPD_EXTENT))
+			thpd_measure(st, p, r->conf.policy == THPD_RULE_HUGE && !p->skipped);
+			if (!(r->conf.policy == THPD_RULE_HUGE && !p->skipped && p->alignable >= p->huge + THPD_EXTENT))
 				p->catching_up = false; /* nothing left: its sizes may be read again */
-			if (r->policy == THPD_HUGE && !p->skipped && p->next_try <= st->passes &&
+			if (r->conf.policy == THPD_RULE_HUGE && !p->skipped && p->next_try <= st->passes &&
 			    p->alignable >= p->huge + THPD_EXTENT) {
 				if (ncand == cap) {
 					size_t ncap = cap ? cap * 2 : 64;
@@ -422,7 +359,7 @@ void thpd_pass(struct thpd_state *st)
 		}
 
 		if (st->bucket_s <= 0 || (i == 0 && st->bucket_s < spend_threshold(st))) {
-			r->over_budget += p->alignable - p->huge;
+			r->last.over_budget += p->alignable - p->huge;
 			st->work_left += p->alignable - p->huge;
 			st->catchup = true;
 			continue;
@@ -430,7 +367,7 @@ void thpd_pass(struct thpd_state *st)
 		/* The check at first sight is not enough: an exec keeps the PID
 		 * and its start time, so a matched process that has exec'd a
 		 * setuid program since looks the same to the /proc walk. */
-		if (!r->setuid) {
+		if (!r->conf.setuid) {
 			struct exec_ident before;
 			int anchor = mm_anchor(p->pid), secure;
 
@@ -442,7 +379,7 @@ void thpd_pass(struct thpd_state *st)
 			if (secure > 0)
 				thpd_log(LOG_INFO, "process %d (%s): a setuid/setgid program since an "
 						   "exec, left alone (rule %s)",
-					 (int)p->pid, p->comm, r->name);
+					 (int)p->pid, p->comm, r->conf.name);
 			if (!secure && exec_since(p, anchor, &before)) {
 				/* During the check: what it read may be of two programs. */
 				p->stale = true;
@@ -457,7 +394,7 @@ void thpd_pass(struct thpd_state *st)
 						 "process %d (%s): exec'd during a collapse (rule %s): its "
 						 "last MADV_COLLAPSE calls may have reached the new program, "
 						 "which is checked again before the next",
-						 (int)p->pid, p->comm, r->name);
+						 (int)p->pid, p->comm, r->conf.name);
 				}
 			}
 			if (anchor >= 0)
@@ -479,29 +416,29 @@ void thpd_pass(struct thpd_state *st)
 				continue;
 			r = &st->cfg.rules[p->rule];
 			st->nmatched++;
-			r->processes++;
-			r->anon += p->anon;
-			r->huge += p->huge;
-			r->alignable += p->alignable;
+			r->last.processes++;
+			r->last.anon += p->anon;
+			r->last.huge += p->huge;
+			r->last.alignable += p->alignable;
 			if (p->sizes_known) {
-				r->folio_procs++;
-				r->folio_base += p->folio_base;
+				r->last.folio_procs++;
+				r->last.folio_base += p->folio_base;
 				for (uint32_t k = 0; k < st->nsizes; k++)
-					r->folio_bytes[k] += p->folio_bytes[k];
+					r->last.folio_bytes[k] += p->folio_bytes[k];
 			}
-			if ((r->policy == THPD_NEVER || r->policy == THPD_NOHUGE) && p->huge &&
+			if ((r->conf.policy == THPD_RULE_NEVER || r->conf.policy == THPD_RULE_NOHUGE) && p->huge &&
 			    !p->warned) {
 				p->warned = true;
 				thpd_log(LOG_WARNING,
 					 "process %d (%s): rule %s (policy %s%s) has %llu kB in huge pages",
-					 (int)p->pid, p->comm, r->name, thpd_policy_name(r->policy),
-					 r->inject ? "" : ", not enforced",
+					 (int)p->pid, p->comm, r->conf.name, thpd_rule_policy_name(r->conf.policy),
+					 r->conf.inject ? "" : ", not enforced",
 					 (unsigned long long)(p->huge >> 10));
 			}
 		}
 	}
-	st->last_cpu_ns = thpd_cpu_ns();
-	st->last_wall_ns = thpd_mono_ns();
+	st->last_cpu_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	st->last_wall_ns = now_ns();
 	/* The rest of this pass's CPU counts against the budget too. */
 	st->bucket_s -= (double)(st->last_cpu_ns - cpu - st->pass_collapse_ns - st->pass_sizes_ns) / 1e9;
 	if (by_event)

@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * thpd: what a matched process asks for itself, and what a rule sets in
- * it: setuid programs and processes with their own never/nohuge default
- * are left alone (as far as the kernel shows it from outside, unless the
- * rule says own_policy = ask); never/nohuge/system rules with
- * enforce = inject are set through the inject backend.
+ * thpd: the processes a rule leaves alone: setuid programs and processes
+ * with their own never/nohuge default (as far as the kernel shows it from
+ * outside, unless the rule says own_policy = ask).
  */
 #include <elf.h>
 #include <errno.h>
@@ -16,6 +14,7 @@
 
 #include <thp/thp.h>
 
+#include "log.h"
 #include "thpd.h"
 
 /* 1: a setuid/setgid (or file-capability) program, by AT_SECURE or the exe's
@@ -23,29 +22,19 @@
 int thpd_is_secure_exec(pid_t pid)
 {
 	char path[64];
-	uint64_t aux[512];
+	uint64_t aux[512], secure;
 	struct stat sb;
 	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	if (stat(path, &sb) == 0 && (sb.st_mode & (S_ISUID | S_ISGID)))
 		return 1;
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	n = thpd_read_auxv(pid, aux, sizeof(aux) / sizeof(aux[0]));
+	if (n < 0)
 		return errno == ENOENT || errno == ESRCH ? -1 : 1; /* cannot tell: touch nothing */
-	n = read(fd, aux, sizeof(aux));
-	close(fd);
-	if (n <= 0)
-		return n == 0 || errno == ESRCH ? -1 : 1; /* a zombie's auxv is empty */
-	for (ssize_t i = 0; i + 1 < n / (ssize_t)sizeof(uint64_t); i += 2) {
-		if (aux[i] == AT_SECURE)
-			return aux[i + 1] != 0;
-		if (aux[i] == AT_NULL)
-			break;
-	}
-	return 0;
+	if (n == 0)
+		return -1; /* a zombie's auxv is empty */
+	return thpd_auxv_value(aux, n, AT_SECURE, &secure) && secure != 0;
 }
 
 #define HIDDEN_NOTE                                                                          \
@@ -60,8 +49,8 @@ int thpd_own_policy_notes(const struct thpd_config *c, bool nohuge_hidden, FILE 
 	for (size_t i = 0; nohuge_hidden && i < c->nrules; i++) {
 		const struct thpd_rule *r = &c->rules[i];
 
-		if (r->policy == THPD_HUGE && r->own == THPD_OWN_VISIBLE) {
-			fprintf(out, "note: rule %s: " HIDDEN_NOTE "\n", r->name);
+		if (r->conf.policy == THPD_RULE_HUGE && r->conf.own == THPD_OWN_VISIBLE) {
+			fprintf(out, "note: rule %s: " HIDDEN_NOTE "\n", r->conf.name);
 			n++;
 		}
 	}
@@ -70,18 +59,18 @@ int thpd_own_policy_notes(const struct thpd_config *c, bool nohuge_hidden, FILE 
 
 void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rule *r)
 {
-	if (!r->setuid) {
+	if (!r->conf.setuid) {
 		int secure = thpd_is_secure_exec(p->pid);
 
 		if (secure)
 			p->skipped = true;
 		if (secure > 0)
 			thpd_log(LOG_INFO, "process %d (%s): a setuid/setgid program, left alone (rule %s)",
-				 (int)p->pid, p->comm, r->name);
+				 (int)p->pid, p->comm, r->conf.name);
 		if (secure)
 			return;
 	}
-	if (r->policy == THPD_HUGE && r->own != THPD_OWN_IGNORE) {
+	if (r->conf.policy == THPD_RULE_HUGE && r->conf.own != THPD_OWN_IGNORE) {
 		/* From outside: /proc/PID/status and the maps, nobody is stopped. */
 		THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd);
 		int ret = thp_get_default(&o);
@@ -92,12 +81,12 @@ void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 		 * ignores it.  Only a rule that says own_policy = ask stops
 		 * the process to ask it, once, through the inject backend.
 		 */
-		if (ret == -EOPNOTSUPP && st->nohuge_hidden && r->own == THPD_OWN_VISIBLE &&
+		if (ret == -EOPNOTSUPP && st->nohuge_hidden && r->conf.own == THPD_OWN_VISIBLE &&
 		    !r->own_hidden_logged) {
 			r->own_hidden_logged = true;
-			thpd_log(LOG_NOTICE, "rule %s: " HIDDEN_NOTE, r->name);
+			thpd_log(LOG_NOTICE, "rule %s: " HIDDEN_NOTE, r->conf.name);
 		}
-		if (ret == -EOPNOTSUPP && st->nohuge_hidden && r->own == THPD_OWN_ASK) {
+		if (ret == -EOPNOTSUPP && st->nohuge_hidden && r->conf.own == THPD_OWN_ASK) {
 			o.backend = THP_BACKEND_INJECT;
 			ret = thp_get_default(&o);
 			if (ret < 0 && ret != -ESRCH) {
@@ -107,7 +96,7 @@ void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 					 "nohuge (%s: %s), left alone (rule %s; own_policy = ignore "
 					 "acts anyway)",
 					 (int)p->pid, p->comm, thp_strerror(ret), thp_strerror_detail(),
-					 r->name);
+					 r->conf.name);
 				return;
 			}
 		}
@@ -115,28 +104,7 @@ void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 			p->skipped = true;
 			thpd_log(LOG_INFO, "process %d (%s): its own policy is %s, left alone (rule %s)",
 				 (int)p->pid, p->comm,
-				 o.policy == THP_POLICY_NEVER ? "never" : "nohuge", r->name);
+				 o.policy == THP_POLICY_NEVER ? "never" : "nohuge", r->conf.name);
 		}
 	}
-}
-
-/* A never/nohuge/system rule with enforce = inject: set it in the process, once. */
-void thpd_inject(struct thpd_proc *p, const struct thpd_rule *r)
-{
-	static const uint32_t pol[] = { [THPD_NEVER] = THP_POLICY_NEVER,
-					[THPD_NOHUGE] = THP_POLICY_NOHUGE,
-					[THPD_SYSTEM] = THP_POLICY_SYSTEM };
-	THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd, .policy = pol[r->policy],
-		 .backend = THP_BACKEND_INJECT);
-	int ret = thp_set_default(&o);
-
-	p->inject_done = true;
-	if (ret < 0)
-		thpd_log(LOG_WARNING, "process %d (%s): rule %s: policy %s not set: %s: %s",
-			 (int)p->pid, p->comm, r->name, thpd_policy_name(r->policy), thp_strerror(ret),
-			 thp_strerror_detail());
-	else
-		thpd_log(LOG_INFO, "process %d (%s): rule %s: policy %s set (%llu mappings advised)",
-			 (int)p->pid, p->comm, r->name, thpd_policy_name(r->policy),
-			 (unsigned long long)o.mappings_changed);
 }
