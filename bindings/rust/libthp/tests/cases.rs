@@ -197,7 +197,7 @@ fn run(c: &Case) -> Vec<String> {
             len: r.len(),
             advised: r.bytes_advised(),
             unmapped: r.bytes_unmapped(),
-            fail: if r.fail_addr() == 0 { None } else { Some(r.fail_addr() - base) },
+            fail: if r.fail_addr() == 0 { None } else { Some(r.fail_addr().wrapping_sub(base)) },
             error: r.error(),
             attempted: r.attempted(),
         };
