@@ -148,3 +148,87 @@ fn layout_matches_c_ilp32() {
     let obj = scratch("layout_ilp32.o");
     compile(&src, &obj, &["-m32", "-c"]);
 }
+
+/// The Rust side of ILP32: libthp-sys compiled for i686-unknown-linux-gnu
+/// (metadata only: nothing here runs i386 programs) with a crate of const
+/// asserts, one per size and offset, which the compiler evaluates.  An
+/// offset is found in const context by setting one field of a zeroed
+/// struct to non-zero bytes and looking for the first non-zero byte (Rust
+/// 1.63 has no const offset_of).  Needs a sysroot with the i686 standard
+/// library beside the host's: THP_RUST_I686_SYSROOT (the rust suite
+/// fetches Debian's libstd-rust-dev:i386 there, bindings/rust/i686-sysroot.sh).
+#[test]
+fn layout_matches_c_rust_i686() {
+    let sysroot = match std::env::var("THP_RUST_I686_SYSROOT") {
+        Ok(s) => s,
+        Err(_) => {
+            // CI runs it with Debian's rustc (the rust suite sets the variable).
+            let debian = std::env::var("RUSTC").as_deref() == Ok("/usr/bin/rustc");
+            let ci = std::env::var("CI").as_deref() == Ok("true");
+            assert!(!(ci && debian), "CI with Debian's rustc: THP_RUST_I686_SYSROOT must be set");
+            eprintln!("THP_RUST_I686_SYSROOT not set: the i686 layout of the Rust structs is not compiled");
+            return;
+        }
+    };
+    if let Ok(script) = std::env::var("THP_RUST_I686_SYSROOT_SCRIPT") {
+        let st = Command::new(&script).arg(&sysroot).status().expect("cannot run the sysroot script");
+        assert!(st.success(), "{} {} failed", script, sysroot);
+    }
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    let mut src = String::from(
+        r#"#![no_std]
+#![allow(dead_code)]
+use core::mem::{size_of, transmute};
+use libthp_sys::*;
+const _: () = assert!(size_of::<usize>() == 4, "not ILP32");
+trait Ones { const ONES: Self; }
+impl Ones for u64 { const ONES: u64 = 0x0101_0101_0101_0101; }
+impl Ones for u32 { const ONES: u32 = 0x0101_0101; }
+impl Ones for i32 { const ONES: i32 = 0x0101_0101; }
+impl Ones for u8 { const ONES: u8 = 1; }
+impl Ones for i8 { const ONES: i8 = 1; }
+impl Ones for bool { const ONES: bool = true; }
+impl<T: Ones + Copy, const N: usize> Ones for [T; N] { const ONES: Self = [T::ONES; N]; }
+impl<T> Ones for thp_ptr64<T> { const ONES: Self = thp_ptr64 { u64_: Ones::ONES }; }
+impl Ones for usize { const ONES: usize = 0x0101_0101; }
+impl Ones for thp_size_info {
+    const ONES: Self = thp_size_info { size: 1, enabled: 1, mode: 1, shmem_enabled: 1, huge_policy: true, reserved0: 1 };
+}
+impl Ones for thp_folio_bytes { const ONES: Self = thp_folio_bytes { size: 1, bytes: 1 }; }
+macro_rules! off {
+    ($t:ident, $f:ident) => {{
+        const N: usize = size_of::<$t>();
+        let mut s: $t = unsafe { transmute::<[u8; N], $t>([0u8; N]) };
+        s.$f = Ones::ONES;
+        let b: [u8; N] = unsafe { transmute::<$t, [u8; N]>(s) };
+        let mut i = 0;
+        while i < N && b[i] == 0 {
+            i += 1;
+        }
+        i
+    }};
+}
+"#,
+    );
+    for (name, r, _) in rust_layout() {
+        match name.split_once('.') {
+            None => src += &format!("const _: () = assert!(size_of::<{}>() == {}, \"{}\");\n", name, r, name),
+            Some((t, f)) => src += &format!("const _: () = assert!(off!({}, {}) == {}, \"{}\");\n", t, f, r, name),
+        }
+    }
+    let dir = scratch("i686");
+    std::fs::create_dir_all(&dir).unwrap();
+    let check = dir.join("check.rs");
+    std::fs::write(&check, src).unwrap();
+    let rmeta = dir.join("liblibthp_sys.rmeta");
+    let common = ["--sysroot", &sysroot, "--target", "i686-unknown-linux-gnu", "--edition", "2021"];
+    let run = |args: &[&str]| {
+        let out = Command::new(&rustc).args(common).args(args).output().expect("cannot run rustc");
+        assert!(out.status.success(), "{} {:?}:\n{}", rustc, args, String::from_utf8_lossy(&out.stderr));
+    };
+    let lib = concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs");
+    run(&["--crate-type", "rlib", "--crate-name", "libthp_sys", "--emit=metadata", "-o", rmeta.to_str().unwrap(), lib]);
+    let ext = format!("libthp_sys={}", rmeta.display());
+    let out = dir.join("libcheck.rmeta");
+    run(&["--crate-type", "rlib", "--crate-name", "check", "--emit=metadata", "--extern", &ext, "-o", out.to_str().unwrap(), check.to_str().unwrap()]);
+}
