@@ -14,6 +14,9 @@
 - every ```go block of README.md (with --go) is a main package built
   against bindings/go and the built library, offline, and run: it must
   exit 0;
+- every ```rust block of README.md (with --cargo) is the main.rs of a
+  crate that depends on bindings/rust/libthp by path, built offline
+  against the built library and run: it must exit 0;
 - every thpctl command line of README.md's ```sh blocks and of thpctl(1)'s
   EXAMPLES runs with the build's thpctl, PID placeholders replaced by a
   sleeping child of this script: it must not be refused as a bad command
@@ -36,7 +39,7 @@ import textwrap
 
 CI = os.environ.get("CI") == "true"
 failures = []
-checked = {"c": 0, "python": 0, "go": 0, "thpctl": 0}
+checked = {"c": 0, "python": 0, "go": 0, "rust": 0, "thpctl": 0}
 
 
 def fail(what, why, text=""):
@@ -168,6 +171,35 @@ def check_go(what, code, args, tmp):
         print("ok   %s (Go): %s" % (what, r.stdout.strip().split("\n")[-1]))
 
 
+def check_rust(what, code, args, tmp):
+    """A ```rust block: the main.rs of a crate using bindings/rust/libthp
+    by path (nothing fetched: the binding has no dependency from outside),
+    built with the cargo given and its own rustc, and run."""
+    checked["rust"] += 1
+    d = os.path.join(tmp, "rust%d" % checked["rust"])
+    os.makedirs(os.path.join(d, "src"))
+    with open(os.path.join(d, "src", "main.rs"), "w", encoding="utf-8") as f:
+        f.write(code)
+    with open(os.path.join(d, "Cargo.toml"), "w", encoding="utf-8") as f:
+        f.write('[package]\nname = "example"\nversion = "0.1.0"\nedition = "2021"\n\n'
+                '[dependencies]\nlibthp = { path = "%s" }\n'
+                % os.path.join(os.path.abspath(args.source), "bindings", "rust", "libthp"))
+    rbuild = os.path.join(os.path.abspath(args.build), "bindings", "rust")
+    bindir = os.path.dirname(args.cargo)
+    env = dict(os.environ, PKG_CONFIG_PATH=rbuild, CARGO_HOME=os.path.join(rbuild, "cargo-home"),
+               CARGO_TARGET_DIR=os.path.join(rbuild, "target-doc"), CARGO_NET_OFFLINE="true",
+               RUSTC=os.path.join(bindir, "rustc"), RUSTDOC=os.path.join(bindir, "rustdoc"),
+               LD_LIBRARY_PATH=os.path.dirname(os.path.abspath(args.library)))
+    r = run([args.cargo, "run", "--offline", "-q"], what, timeout=600, env=env, cwd=d,
+            stdin=subprocess.DEVNULL)
+    if r is None:
+        return
+    if r.returncode != 0:
+        fail(what, "exits %d" % r.returncode, r.stdout + r.stderr + "\n" + code)
+    else:
+        print("ok   %s (Rust): %s" % (what, r.stdout.strip().split("\n")[-1]))
+
+
 def thpctl_lines(text):
     """The thpctl command lines in a shell block (prompts, ExecStart= and
     comments removed)."""
@@ -226,6 +258,7 @@ def main():
     p.add_argument("--thpctl", required=True)
     p.add_argument("--no-python", action="store_true")
     p.add_argument("--go", help="the go command (else ```go blocks are not run)")
+    p.add_argument("--cargo", help="the cargo command (else ```rust blocks are not run)")
     p.add_argument("--cflag", action="append", default=[])
     p.add_argument("cc", nargs="+")
     args = p.parse_args()
@@ -249,6 +282,8 @@ def main():
                     check_python(what, text, args, tmp)
                 elif lang == "go" and args.go:
                     check_go(what, text, args, tmp)
+                elif lang == "rust" and args.cargo:
+                    check_rust(what, text, args, tmp)
                 elif lang == "sh":
                     for cmd in thpctl_lines(text):
                         check_thpctl(what, cmd, args, target.pid)
@@ -266,10 +301,12 @@ def main():
         target.wait()
 
     print("checked %(c)d C programs, %(python)d Python blocks, %(go)d Go programs, "
+          "%(rust)d Rust programs, "
           "%(thpctl)d thpctl command lines" % checked)
     # An extractor that finds nothing would pass everything.
     if checked["c"] < 9 or checked["thpctl"] < 5 or \
-       (not args.no_python and checked["python"] < 1) or (args.go and checked["go"] < 1):
+       (not args.no_python and checked["python"] < 1) or (args.go and checked["go"] < 1) or \
+       (args.cargo and checked["rust"] < 1):
         fail("extraction", "fewer examples found than README and man/ hold")
     if failures:
         print("%d example(s) failed" % len(failures))
