@@ -4,7 +4,7 @@
 # newest symbol version node of lib/libthp.map (not newer than
 # MAJOR.MINOR), the .TH line of every man page, the newest NEWS entry, the
 # RPM spec's Version and newest %changelog entry, the generated libthp.pc,
-# and, where they exist, debian/changelog and the Python pyproject.toml.
+# and, where they exist, debian/changelog and the Python binding's meson.build.
 # RELEASING.md lists the same places.
 # usage: version_check.sh VERSION SRC_ROOT [LIBTHP_PC]
 set -u
@@ -59,11 +59,12 @@ if [ -e "$src/debian/changelog" ]; then
 	[ "$up" = "$version" ] && ok "debian/changelog $deb" ||
 		bad "debian/changelog: upstream version '$up' (from $deb), meson.build says $version"
 fi
-py=$src/bindings/python/pyproject.toml
+# The binding's own meson project (meson-python takes its version there).
+py=$src/bindings/python/meson.build
 if [ -e "$py" ]; then
-	pv=$(sed -n 's/^version *= *"\(.*\)"/\1/p' "$py" | head -n1)
-	[ "$pv" = "$version" ] && ok "pyproject.toml $pv" ||
-		bad "bindings/python/pyproject.toml: version '$pv', meson.build says $version"
+	pv=$(sed -n "s/^project('thp', version : '\([^']*\)'.*/\1/p" "$py")
+	[ "$pv" = "$version" ] && ok "bindings/python/meson.build $pv" ||
+		bad "bindings/python/meson.build: version '$pv', meson.build says $version"
 fi
 spec=$src/packaging/rpm/libthp.spec
 sv=$(sed -n 's/^Version:[[:space:]]*\([^[:space:]]*\)$/\1/p' "$spec" 2>/dev/null)
