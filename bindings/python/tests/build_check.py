@@ -39,8 +39,10 @@ def run(cmd, **kw):
 
 with tempfile.TemporaryDirectory(prefix="libthp-build-") as tmp:
     dist = os.path.join(tmp, "dist")
-    in_git = subprocess.run(["git", "-C", src, "rev-parse", "--git-dir"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+    # A checkout of its own, not a tarball unpacked inside another one.
+    top = subprocess.run(["git", "-C", src, "rev-parse", "--show-toplevel"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    in_git = top.returncode == 0 and os.path.realpath(top.stdout.strip()) == os.path.realpath(src)
     if in_git:
         run(["git", "clone", "--quiet", "--no-hardlinks", src, os.path.join(tmp, "clone")])
         tree = os.path.join(tmp, "clone", "bindings", "python")
