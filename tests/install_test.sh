@@ -22,6 +22,15 @@ so=$(find "$dest" -name 'libthp.so.*' -print -quit)
 [ -n "$so" ] || fail "libthp.so.* not installed"
 libdir=$(dirname "$so")
 [ -e "$libdir/libthp.so" ] || fail "libthp.so development link not installed"
+# The bash completion of each installed tool, where bash-completion loads
+# it from (completions/NAME), registering the completion of NAME.
+for tool in thpctl thpd; do
+	find "$dest" -path "*bin/$tool" -print -quit | grep -q . || continue
+	comp=$(find "$dest" -path "*/share/bash-completion/completions/$tool" -print -quit)
+	[ -n "$comp" ] || fail "no bash completion installed for $tool"
+	bash -c "source '$comp' && complete -p $tool" >/dev/null ||
+		fail "$comp does not register a completion for $tool"
+done
 
 cat > "$tmp/prog.c" <<'PROG'
 #include <stdio.h>
