@@ -29,6 +29,7 @@ int thpctl_cmd_apply(int argc, char **argv);
 int thpctl_cmd_run(int argc, char **argv);
 int thpctl_cmd_collapse(int argc, char **argv);
 int thpctl_cmd_policy(int argc, char **argv);
+int thpctl_cmd_compare(int argc, char **argv);
 
 /*
  * status --daemon: thpd's status document from its socket (@socket_path,
