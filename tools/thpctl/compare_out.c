@@ -118,7 +118,7 @@ void compare_print_text(const struct compare_spec *s, const struct compare_run *
 	       policy_name(s, 0));
 	printf("%-18s", "figure");
 	for (int p = 0; p < s->npolicies; p++)
-		printf("  %-34s", policy_name(s, p));
+		printf(p + 1 < s->npolicies ? "  %-34s" : "  %s", policy_name(s, p));
 	printf("\n");
 	for (int f = 0; f < CMP_NFIG; f++) {
 		if (!figure_measured(runs, nruns, f)) {
@@ -137,7 +137,7 @@ void compare_print_text(const struct compare_spec *s, const struct compare_run *
 			fmt_value(f, st.min, lo, sizeof(lo));
 			fmt_value(f, st.max, hi, sizeof(hi));
 			snprintf(cell, sizeof(cell), "%s (%s .. %s)", med, lo, hi);
-			printf("  %-34s", cell);
+			printf(p + 1 < s->npolicies ? "  %-34s" : "  %s", cell);
 		}
 		printf("\n");
 		compare_pair_values(runs, nruns, s->pairs, 0, f, base);
