@@ -39,6 +39,13 @@ int thpctl_status_daemon(const char *socket_path, bool json);
 /* daemon_table.c: thpd's status document (json_parse.h's tree) as a table. */
 struct jval;
 void thpctl_daemon_table(const struct jval *doc);
+/*
+ * thpd's status document (schema THPD_JSON_SCHEMA) from its socket, quietly:
+ * NULL when thpd does not answer in time or answers something else.  Free
+ * with json_free() and free(*answer).
+ */
+struct jval *thpctl_daemon_document(const char *socket_path, char **answer, size_t *len);
+int thpctl_cmd_top(int argc, char **argv);
 
 /* "thpctl: <message>\n" on stderr. */
 void thpctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
