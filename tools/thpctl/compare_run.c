@@ -519,7 +519,7 @@ int compare_run_once(const struct compare_spec *s, int policy, struct compare_ru
 			 "dtlb_load_misses.walk_active)");
 	if (!s->metric)
 		note_unavailable(na, CMP_METRIC, "no --metric pattern given");
-	if (!argv || child_start(argv, !s->load, false, &main_child) < 0) {
+	if (!argv || child_start(argv, !s->load, s->load && !s->verbose, &main_child) < 0) {
 		thpctl_error("compare: cannot start the command: %s", strerror(errno));
 		free(argv);
 		return -1;

@@ -153,7 +153,8 @@ static const struct subcommand commands[] = {
 	  "  --sample-interval S    huge bytes sampled every S seconds (default 0.1)\n"
 	  "  --json                 machine-readable output (thpctl-json.md in libthp-doc)\n"
 	  "  --svg FILE             draw the pairs of the main figure into FILE\n"
-	  "  --verbose              show each run's output on stderr\n"
+	  "  --verbose              show each run's output on stderr (a server's\n"
+	  "                         own output goes to /dev/null without it)\n"
 	  "  -h, --help             show this help\n" },
 	{ "top", thpctl_cmd_top, "show every process's huge pages, live",
 	  "Usage: thpctl top [--once | --json] [-n N] [-d S] [--sort KEY] [--cgroup PATH]\n"
