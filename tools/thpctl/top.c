@@ -26,6 +26,9 @@
 #include "thpctl.h"
 #include "top.h"
 
+/* How long the live view keeps an unchanged process's figures. */
+#define TOP_REUSE_S 5.0
+
 static volatile sig_atomic_t stop_requested;
 
 static void on_signal(int sig)
@@ -236,6 +239,8 @@ static int run_live(struct top_args *a, bool interactive)
 
 	if (interactive && tty_enter() < 0)
 		interactive = false;
+	/* Each refresh reads smaps_rollup only of processes that changed (top.h). */
+	a->filter.reuse_s = TOP_REUSE_S;
 	while (!stop_requested && !l.quit) {
 		int rows, cols, err;
 

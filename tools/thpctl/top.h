@@ -29,6 +29,8 @@ struct top_proc {
 	int nr_sizes;		       /* --folios: entries of folio_bytes, else 0 */
 	uint64_t sizes[TOP_MAX_SIZES], folio_bytes[TOP_MAX_SIZES];
 	uint64_t base_bytes;
+	uint64_t rss_anon_status; /* status's RssAnon when the figures were read */
+	uint64_t read_ns;	  /* when smaps_rollup was read (CLOCK_MONOTONIC) */
 };
 
 struct top_snapshot {
@@ -36,6 +38,9 @@ struct top_snapshot {
 	size_t n, cap;
 	uint64_t anon, anon_huge; /* sums over procs */
 	bool thpd;		  /* thpd answered: its rules are in */
+	/* The previous scan, every process, by pid: figures reused (reuse_s). */
+	struct top_proc *prev;
+	size_t nprev;
 };
 
 struct top_filter {
@@ -44,6 +49,11 @@ struct top_filter {
 	char name[64];	    /* comm substring (live '/' key), or "" */
 	bool folios;	    /* bytes by folio size (thp_query, slower) */
 	const char *socket; /* thpd's socket */
+	/*
+	 * Live view: a process whose RssAnon did not change keeps the figures
+	 * read at most this many seconds ago (0: read every process now).
+	 */
+	double reuse_s;
 };
 
 enum top_sort { SORT_HUGE,

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <thp/thp.h>
@@ -90,12 +91,13 @@ static bool read_status(const char *buf, struct top_proc *p)
 	return true;
 }
 
-static bool in_cgroup(int dirfd, const char *prefix)
+static bool in_cgroup(int procfd, const char *pid, const char *prefix)
 {
-	char buf[4096], *line;
+	char buf[4096], path[300], *line;
 	size_t n = strlen(prefix);
 
-	if (read_proc(dirfd, "cgroup", buf, sizeof(buf)) <= 0)
+	snprintf(path, sizeof(path), "%s/cgroup", pid);
+	if (read_proc(procfd, path, buf, sizeof(buf)) <= 0)
 		return false;
 	/* cgroup v2's line is "0::/path". */
 	for (line = buf; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
@@ -106,25 +108,18 @@ static bool in_cgroup(int dirfd, const char *prefix)
 	return false;
 }
 
-static void parent_comm(pid_t ppid, char *out, size_t cap)
+static int cmp_pid(const void *a, const void *b)
 {
-	char path[32], buf[1024];
-	int fd;
+	pid_t x = ((const struct top_proc *)a)->pid, y = ((const struct top_proc *)b)->pid;
 
-	out[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d", (int)ppid);
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (read_proc(fd, "comm", buf, sizeof(buf)) > 0) {
-		size_t n = strcspn(buf, "\n");
+	return (x > y) - (x < y);
+}
 
-		if (n >= cap)
-			n = cap - 1;
-		memcpy(out, buf, n);
-		out[n] = '\0';
-	}
-	close(fd);
+static const struct top_proc *find_pid(const struct top_proc *v, size_t n, pid_t pid)
+{
+	struct top_proc key = { .pid = pid };
+
+	return n ? bsearch(&key, v, n, sizeof(*v), cmp_pid) : NULL;
 }
 
 static void folio_sizes(struct top_proc *p)
@@ -182,55 +177,63 @@ int top_scan(const struct top_filter *f, struct top_snapshot *s)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
+	struct timespec ts;
+	uint64_t now;
 
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 	s->n = 0;
 	s->anon = s->anon_huge = 0;
 	s->thpd = false;
 	if (!d)
 		return -errno;
 	while ((e = readdir(d))) {
-		char buf[8192];
+		char buf[8192], status_path[300], rollup_path[300];
 		struct top_proc p = { .thp_disabled = -1, .policy = "system", .source = "system" };
 		int pfd;
 
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
 		p.pid = (pid_t)strtol(e->d_name, NULL, 10);
-		pfd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-		if (pfd < 0)
-			continue;
+		/* PID/status from /proc's fd: no directory fd per process, fewer calls. */
+		snprintf(status_path, sizeof(status_path), "%s/status", e->d_name);
+		snprintf(rollup_path, sizeof(rollup_path), "%s/smaps_rollup", e->d_name);
+		pfd = dirfd(d);
 		/* A kernel thread has no VmRSS line: no memory of its own. */
-		if (read_proc(pfd, "status", buf, sizeof(buf)) <= 0 || !strstr(buf, "\nVmRSS:") ||
-		    !read_status(buf, &p) || (f->cgroup && !in_cgroup(pfd, f->cgroup))) {
-			close(pfd);
+		if (read_proc(pfd, status_path, buf, sizeof(buf)) <= 0 || !strstr(buf, "\nVmRSS:") ||
+		    !read_status(buf, &p) || (f->cgroup && !in_cgroup(pfd, e->d_name, f->cgroup)))
 			continue;
-		}
 		/*
 		 * Under 2 MiB anonymous there is no 2 MiB page to count: status's
 		 * RssAnon (a counter) is the figure, and the page-table walk of
-		 * smaps_rollup, most of top's cost, is left out.
+		 * smaps_rollup, most of top's cost, is left out.  The live view
+		 * also keeps a process's last figures while its RssAnon stays the
+		 * same, for at most reuse_s.
 		 */
+		p.rss_anon_status = p.anon;
 		if (p.anon >= HUGE_MIN_BYTES) {
-			if (read_proc(pfd, "smaps_rollup", buf, sizeof(buf)) <= 0) {
-				close(pfd);
+			const struct top_proc *old = f->reuse_s > 0 ? find_pid(s->prev, s->nprev, p.pid)
+								    : NULL;
+
+			if (old && old->rss_anon_status == p.rss_anon_status &&
+			    !strcmp(old->comm, p.comm) &&
+			    (double)(now - old->read_ns) < f->reuse_s * 1e9) {
+				p.rss = old->rss;
+				p.anon = old->anon;
+				p.anon_huge = old->anon_huge;
+				p.read_ns = old->read_ns;
+			} else if (read_proc(pfd, rollup_path, buf, sizeof(buf)) > 0) {
+				p.rss = field_kb(buf, "Rss");
+				p.anon = field_kb(buf, "Anonymous");
+				p.anon_huge = field_kb(buf, "AnonHugePages");
+				p.read_ns = now;
+			} else {
 				continue;
 			}
-			p.rss = field_kb(buf, "Rss");
-			p.anon = field_kb(buf, "Anonymous");
-			p.anon_huge = field_kb(buf, "AnonHugePages");
 		}
-		close(pfd);
 		if (p.thp_disabled == 1) {
 			p.policy = "never";
 			p.source = "prctl";
-		} else {
-			char pc[64];
-
-			parent_comm(p.ppid, pc, sizeof(pc));
-			if (!strcmp(pc, "thpctl")) {
-				p.policy = "huge";
-				p.source = "agent";
-			}
 		}
 		if (s->n == s->cap) {
 			size_t cap = s->cap ? s->cap * 2 : 256;
@@ -246,6 +249,28 @@ int top_scan(const struct top_filter *f, struct top_snapshot *s)
 		s->procs[s->n++] = p;
 	}
 	closedir(d);
+	/* Children of thpctl run's collapse agent: their parent is in this scan. */
+	qsort(s->procs, s->n, sizeof(s->procs[0]), cmp_pid);
+	for (size_t i = 0; i < s->n; i++) {
+		struct top_proc *p = &s->procs[i];
+		const struct top_proc *parent = find_pid(s->procs, s->n, p->ppid);
+
+		if (p->thp_disabled != 1 && parent && !strcmp(parent->comm, "thpctl")) {
+			p->policy = "huge";
+			p->source = "agent";
+		}
+	}
+	/* Every process of this scan, for the next one to reuse. */
+	if (f->reuse_s > 0) {
+		struct top_proc *copy = malloc((s->n ? s->n : 1) * sizeof(*copy));
+
+		if (copy) {
+			memcpy(copy, s->procs, s->n * sizeof(*copy));
+			free(s->prev);
+			s->prev = copy;
+			s->nprev = s->n;
+		}
+	}
 	if (f->socket) {
 		char *answer = NULL;
 		size_t len = 0;
@@ -279,5 +304,6 @@ int top_scan(const struct top_filter *f, struct top_snapshot *s)
 void top_snapshot_free(struct top_snapshot *s)
 {
 	free(s->procs);
+	free(s->prev);
 	*s = (struct top_snapshot){ 0 };
 }
