@@ -203,7 +203,7 @@ def check_rust(what, code, args, tmp):
 def thpctl_lines(text):
     """The thpctl command lines in a shell block (prompts, ExecStart= and
     comments removed)."""
-    for line in text.split("\n"):
+    for line in re.sub(r"\\\n\s*", " ", text).split("\n"):
         line = re.sub(r"^\s*\$\s+", "", line)
         line = re.sub(r"^ExecStart=", "", line)
         line = re.sub(r"\s+#.*$", "", line).strip()
@@ -225,10 +225,22 @@ def check_thpctl(what, line, args, pid):
         # --watch lasts as long as its target: give it one that exits soon.
         short = subprocess.Popen(["sleep", "2"])
         pid = short.pid
-    if len(words) > 1 and words[1] == "run" and "--" in words:
+    if len(words) > 1 and words[1] in ("run", "compare") and "--" in words:
         cut = words.index("--") + 1
         if cut < len(words) and not words[cut].startswith("build/"):
             words = words[:cut] + ["true"]
+    if len(words) > 1 and words[1] == "compare":
+        # The server is "true" now: a load and a readiness check that need
+        # nothing, and a metric the load prints, keep the options checked.
+        for i in range(2, len(words) - 1):
+            if words[i - 1] == "--ready":
+                words[i] = "true"
+            elif words[i - 1] == "--load":
+                words[i] = "echo 'GET: 1000.5 requests per second'"
+            elif words[i - 1] == "--metric" and "--load" not in words:
+                words[i] = "."
+            elif words[i - 1] == "--svg":
+                words[i] = os.path.join(tempfile.gettempdir(), "doc-example-pairs.svg")
     for i, w in enumerate(words[1:], 1):
         if words[i - 1] in ("-p", "--pid") and (w == "PID" or w.isdigit()):
             w = str(pid)

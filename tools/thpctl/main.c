@@ -18,6 +18,7 @@
 static const struct thpctl_command *const commands[] = {
 	&thpctl_probe_command, &thpctl_status_command, &thpctl_apply_command,
 	&thpctl_collapse_command, &thpctl_policy_command, &thpctl_run_command,
+	&thpctl_compare_command, &thpctl_top_command,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -31,7 +31,8 @@ struct thpctl_command {
 	const char *usage; /* synopsis and options */
 };
 extern const struct thpctl_command thpctl_probe_command, thpctl_status_command,
-	thpctl_apply_command, thpctl_collapse_command, thpctl_policy_command, thpctl_run_command;
+	thpctl_apply_command, thpctl_collapse_command, thpctl_policy_command, thpctl_run_command,
+	thpctl_compare_command, thpctl_top_command;
 
 /* Each subcommand gets argv with argv[0] = the subcommand name. */
 int thpctl_cmd_probe(int argc, char **argv);
@@ -40,6 +41,7 @@ int thpctl_cmd_apply(int argc, char **argv);
 int thpctl_cmd_run(int argc, char **argv);
 int thpctl_cmd_collapse(int argc, char **argv);
 int thpctl_cmd_policy(int argc, char **argv);
+int thpctl_cmd_compare(int argc, char **argv);
 
 /*
  * status --daemon: thpd's status document from its socket (@socket_path,
@@ -49,6 +51,13 @@ int thpctl_status_daemon(const char *socket_path, bool json);
 /* daemon_table.c: thpd's status document (json_parse.h's tree) as a table. */
 struct jval;
 void thpctl_daemon_table(const struct jval *doc);
+/*
+ * thpd's status document (schema THPD_JSON_SCHEMA) from its socket, quietly:
+ * NULL when thpd does not answer in time or answers something else.  Free
+ * with json_free() and free(*answer).
+ */
+struct jval *thpctl_daemon_document(const char *socket_path, char **answer, size_t *len);
+int thpctl_cmd_top(int argc, char **argv);
 
 /* "thpctl: <message>\n" on stderr (cli.c). */
 void thpctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
