@@ -18,7 +18,7 @@ _thpctl()
 {
 	local cur=${COMP_WORDS[COMP_CWORD]}
 	local prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local commands="probe status apply collapse policy run help"
+	local commands="probe status apply collapse policy run compare top help"
 	local cmd="" i opts=""
 	COMPREPLY=()
 
@@ -28,6 +28,19 @@ _thpctl()
 	fi
 	cmd=${COMP_WORDS[1]}
 
+	# compare: after "--" the rest is the command line to compare.
+	if [[ $cmd == compare ]]; then
+		for ((i = 2; i < COMP_CWORD; i++)); do
+			if [[ ${COMP_WORDS[i]} == -- ]]; then
+				if ((i + 1 == COMP_CWORD)); then
+					mapfile -t COMPREPLY < <(compgen -c -- "$cur")
+				else
+					mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+				fi
+				return
+			fi
+		done
+	fi
 	# run: after "--" or the first word that is not an option, the rest is
 	# the command line to run.
 	if [[ $cmd == run ]]; then
@@ -73,8 +86,19 @@ _thpctl()
 	apply:-a | apply:--advice)
 		mapfile -t COMPREPLY < <(compgen -W "huge nohuge collapse" -- "$cur")
 		return ;;
-	status:--socket)
+	status:--socket | top:--socket | compare:--svg)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+		return ;;
+	compare:--policies)
+		mapfile -t COMPREPLY < <(compgen -W "never,huge never,nohuge,huge never,system,huge" -- "$cur")
+		return ;;
+	top:--sort)
+		mapfile -t COMPREPLY < <(compgen -W "huge anon share pid name" -- "$cur")
+		return ;;
+	compare:--pairs | compare:--metric | compare:--metric-name | compare:--load | \
+	compare:--ready | compare:--ready-timeout | compare:--sample-interval | \
+	top:-n | top:--iterations | top:-d | top:--delay | top:--cgroup | top:--rule)
+		# A number, a pattern or a command line: nothing to offer.
 		return ;;
 	collapse:--interval | collapse:--budget | collapse:--time-budget | \
 	collapse:--min-present | collapse:--max-shared | \
@@ -103,6 +127,12 @@ _thpctl()
 			mapfile -t COMPREPLY < <(compgen -W "never nohuge system" -- "$cur")
 			return
 		fi ;;
+	compare)
+		opts="--policies --pairs --metric --metric-name --lower-is-better --load --ready"
+		opts+=" --ready-timeout --sample-interval --json --svg --verbose -h --help --" ;;
+	top)
+		opts="--once --json -n --iterations -d --delay --sort --cgroup --rule --folios"
+		opts+=" --socket -h --help" ;;
 	run)
 		opts="-p --policy --require-persistent --collapse-interval --collapse-budget"
 		opts+=" --collapse-time-budget --collapse-verbose -h --help --" ;;
