@@ -30,7 +30,7 @@
 #include "clock_ns.h"
 #include "compat.h"
 #include "extent_count.h"
-#include "folio_sizes.h"
+#include "folio_scan.h"
 #include "internal.h"
 #include "syscall.h"
 

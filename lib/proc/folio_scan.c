@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "compat.h"
-#include "folio_sizes.h"
+#include "folio_scan.h"
 #include "internal.h"
 #include "syscall.h"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "folio_sizes.h"
+#include "folio_scan.h"
 #include "internal.h"
 #include "syscall.h"
 
