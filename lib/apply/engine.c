@@ -19,6 +19,7 @@
 
 #include "compat.h"
 #include "internal.h"
+#include "proc.h"
 #include "syscall.h"
 
 #define IOV_BATCH 1024
@@ -95,14 +96,8 @@ static bool extent_has_page(struct page_scan *ps, const struct thp_target *t, ui
 			    uint64_t end, uint64_t limit)
 {
 	if (!ps->tried) {
-		char path[64];
-
 		ps->tried = true;
-		if (t->self)
-			snprintf(path, sizeof(path), "/proc/self/pagemap");
-		else
-			snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)t->pid);
-		ps->fd = sys_open(path, O_RDONLY);
+		ps->fd = proc_open(t, "pagemap");
 	}
 	if (ps->fd < 0)
 		return true;

@@ -92,40 +92,12 @@ int target_need_pidfd(struct thp_target *t);
 /* -ESRCH if the target has exited (pidfd-based check, no pid reuse race). */
 int target_alive(const struct thp_target *t);
 /*
- * For an -ESRCH from reading or advising another process: -EOPNOTSUPP,
- * with a detail, when its main thread has exited while other threads run
- * (the kernel then answers for the process as if it had exited); else
- * @err unchanged.  @what: "read the memory of", "collapse the memory of".
- */
-int target_explain_gone(const struct thp_target *t, int err, const char *what);
-/*
- * 1 when THP is disabled for the whole process (PR_SET_THP_DISABLE, shown
- * as "THP_enabled: 0" in /proc/PID/status), 0 if not or unknown, -errno.
- */
-int target_thp_disabled(const struct thp_target *t);
-/*
- * Open /proc/self/@file or /proc/PID/@file of @t for line_reader_next().
- * 0 or -errno (the detail set; a remote target's missing file is -ESRCH).
+ * Open /proc/self/@file or /proc/PID/@file of @t for line_reader_next()
+ * (proc/line_reader.c).  0 or -errno (the detail set; a remote target's
+ * missing file is -ESRCH).
  */
 int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
 			  const char *file);
-
-/* ---- peer.c: may a rule or a process tree reach this process ---- */
-
-/*
- * 1 when @t is the caller's peer (same real, effective and saved user and
- * group IDs as this thread's filesystem IDs, and dumpable), 0 when not
- * (the detail says why), -ESRCH or another -errno.
- */
-int target_is_peer(const struct thp_target *t);
-/*
- * 1 when @t is dumpable (PR_GET_DUMPABLE 1), 0 when not, -1 when it
- * cannot be seen (a target running as root before 6.16, whose /proc
- * files are root's either way).  Asked of a live thread: an exited main
- * thread has no mm, and its answers would say "not dumpable" or "its
- * user's", whatever the process is.
- */
-int target_dumpable(const struct thp_target *t);
 
 /* ---- validate.c: request checks done before any system call ---- */
 

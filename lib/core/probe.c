@@ -127,9 +127,8 @@ static void probe_thp_disable(void)
 static void caps_init(void)
 {
 	int saved = errno;
-	long ps = sysconf(_SC_PAGESIZE);
 
-	caps.page_size = ps > 0 ? (size_t)ps : 4096;
+	caps.page_size = sys_page_size();
 	caps.pmd_size = read_u64_file("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
 	caps.process_madvise = sys_process_madvise(-1, NULL, 0, MADV_COLD, 0) != -ENOSYS;
 	if (caps.process_madvise) {

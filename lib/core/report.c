@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "syscall.h"
 #include "thp_config.h"
 
 /*
@@ -212,7 +213,7 @@ void reports_refused(const struct thp_range *ranges, size_t n, struct thp_apply_
 	rep = opts->reports;
 	if (!rep || n > THP_MAX_RANGES)
 		return;
-	page_size = caps_get()->page_size;
+	page_size = sys_page_size();
 	for (size_t i = 0; i < n; i++) {
 		memset(&rep[i], 0, sizeof(rep[i]));
 		if (ranges) {

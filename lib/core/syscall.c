@@ -219,3 +219,10 @@ int sys_wait_exit(pid_t pid)
 		return (int)r;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -ECHILD;
 }
+
+size_t sys_page_size(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+
+	return ps > 0 ? (size_t)ps : 4096;
+}

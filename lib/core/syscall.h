@@ -31,6 +31,8 @@ long sys_read(int fd, void *buf, size_t len);
 long sys_pread(int fd, void *buf, size_t len, off_t off);
 /* Read up to len-1 bytes of a small file and NUL-terminate: length or -errno. */
 long sys_read_file(const char *path, char *buf, size_t len);
+/* The page size (sysconf), 4096 if it cannot be read. */
+size_t sys_page_size(void);
 /*
  * A private anonymous mapping, or NULL.  @at non-NULL: exactly there
  * (MAP_FIXED_NOREPLACE, never over an existing mapping), or NULL.

@@ -20,6 +20,7 @@
 #include "compat.h"
 #include "default.h"
 #include "internal.h"
+#include "proc.h"
 #include "syscall.h"
 #include "thp_config.h"
 
@@ -281,14 +282,12 @@ static int check_preload(struct thp_default_opts *o, const struct thp_target *t)
 /* Policy of another process from /proc/PID/status "THP_enabled:". */
 static int get_remote(struct thp_default_opts *o, const struct thp_target *t)
 {
-	char path[64], buf[4096];
+	char buf[4096];
 	const char *p;
-	long n;
+	long n = proc_status_read(t->pid, 0, buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)t->pid);
-	n = sys_read_file(path, buf, sizeof(buf));
 	if (n < 0)
-		return n == -ENOENT ? -ESRCH : (int)n;
+		return (int)n;
 	/* A zombie's status still reads, without its memory's THP state. */
 	if (target_alive(t))
 		return -ESRCH;

@@ -36,10 +36,11 @@ extern const struct default_mechanism_ops *const default_mechanisms[DEFAULT_MECH
 bool rfc_prctl_numbers(const struct thp_default_opts *o, int *set, int *get);
 /* PR_GET_THP_POLICY with number @get: 0, 1 or 2, else -EOPNOTSUPP with a detail. */
 long rfc_prctl_handshake(int get);
-/* PMADV_SET_FORK_EXEC_DEFAULT on the calling process, touching none of its mappings. */
-int pmadv_set_default(int advice);
 
 /* ---- default_probe.c: fresh mappings and the probe children ---- */
+
+/* PMADV_SET_FORK_EXEC_DEFAULT on the calling process, touching none of its mappings. */
+int pmadv_set_default(int advice);
 
 /* The advice a fresh anonymous mapping gets (mm->def_flags).  0 or -errno. */
 int fresh_mapping_advice(bool *huge, bool *nohuge);

@@ -53,41 +53,6 @@ long rfc_prctl_handshake(int get)
 	return -EOPNOTSUPP;
 }
 
-/*
- * PMADV_SET_FORK_EXEC_DEFAULT on the calling process.  The kernel sets the
- * default with each vector entry it advises without error, and advises
- * what the entry covers: one scratch page, mapped for the call, so that no
- * mapping of the caller is touched here (PMADV_ENTIRE_ADDRESS_SPACE would
- * advise every one, those advised the other way and under
- * THP_DEFAULT_F_NO_EXISTING too); advise_existing() does the documented part.
- */
-int pmadv_set_default(int advice)
-{
-	size_t len = caps_get()->page_size;
-	struct thp_target self;
-	struct iovec one;
-	long r;
-	int err;
-
-	err = target_open(THP_SELF, &self);
-	if (!err)
-		err = target_need_pidfd(&self); /* no PIDFD_SELF before 6.14 */
-	if (err) {
-		target_close(&self);
-		return err;
-	}
-	one.iov_len = len;
-	one.iov_base = sys_mmap_anon(NULL, len, PROT_READ | PROT_WRITE);
-	if (!one.iov_base) {
-		target_close(&self);
-		return -ENOMEM;
-	}
-	r = sys_process_madvise(self.pidfd, &one, 1, advice, PMADV_SET_FORK_EXEC_DEFAULT);
-	sys_munmap(one.iov_base, len);
-	target_close(&self);
-	return r < 0 ? (int)r : r == (long)len ? 0 : -EIO;
-}
-
 static int set_by_pmadv(struct default_set *s)
 {
 	struct thp_default_opts *o = s->o;

@@ -4,22 +4,25 @@
  * "call" does, through an inject session (inject_session.c).  Opt-in only
  * (a forced backend): it pauses the target and needs ptrace rights.
  * Each request runs in a helper process (inject_helper.c).
- * x86_64 targets only.
+ * Where the architecture has no session (lib/arch/generic/) it is unavailable.
  */
 #include <errno.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include "inject_arch.h"
 #include "inject_helper.h"
 #include "inject_session.h"
 #include "internal.h"
 
-#if defined(__x86_64__)
-
 static int inject_can_apply(const struct thp_caps *c, const struct thp_target *t, int advice)
 {
+	int err = inject_arch_supported();
+
 	(void)c;
 	(void)advice;
+	if (err)
+		return err;
 	if (t->self) {
 		report_set_detail("the inject backend acts on another process; the calling "
 				  "process uses madvise()");
@@ -96,33 +99,3 @@ const struct thp_backend_ops backend_inject_ops = {
 	.can_apply = inject_can_apply,
 	.apply_vec = inject_apply_vec,
 };
-
-#else /* !__x86_64__ */
-
-static int inject_can_apply(const struct thp_caps *c, const struct thp_target *t, int advice)
-{
-	(void)c;
-	(void)t;
-	(void)advice;
-	report_set_detail("the inject backend supports x86_64 only");
-	return -EOPNOTSUPP;
-}
-
-static long inject_apply_vec(const struct thp_target *t, const struct iovec *iov, size_t n,
-			     int advice)
-{
-	(void)t;
-	(void)iov;
-	(void)n;
-	(void)advice;
-	return -EOPNOTSUPP;
-}
-
-const struct thp_backend_ops backend_inject_ops = {
-	.id = THP_BACKEND_INJECT,
-	.name = "inject",
-	.can_apply = inject_can_apply,
-	.apply_vec = inject_apply_vec,
-};
-
-#endif

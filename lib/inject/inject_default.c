@@ -11,11 +11,10 @@
 
 #include "compat.h"
 #include "default.h"
+#include "inject_arch.h"
 #include "inject_helper.h"
 #include "inject_session.h"
 #include "internal.h"
-
-#if defined(__x86_64__)
 
 /* A request: its arguments, for the helper process (inject_helper.c) that runs it. */
 struct default_req {
@@ -101,8 +100,10 @@ int inject_set_default(struct thp_default_opts *o, const struct thp_target *t)
 	const struct thp_caps *c = caps_get_prctl();
 	struct default_req q = { t, o->policy, 0 };
 	unsigned long flags = 0;
-	int err;
+	int err = inject_arch_supported();
 
+	if (err)
+		return err;
 	if (o->policy == THP_POLICY_HUGE) {
 		report_set_detail("HUGE cannot be made the default of another process on this "
 				  "kernel: no call the process could make keeps MADV_HUGEPAGE for "
@@ -130,8 +131,10 @@ int inject_set_default(struct thp_default_opts *o, const struct thp_target *t)
 int inject_get_default(struct thp_default_opts *o, const struct thp_target *t)
 {
 	struct default_req q = { t, 0, 0 };
-	long r = inject_helper_run(get_session, &q);
+	long r = inject_arch_supported();
 
+	if (!r)
+		r = inject_helper_run(get_session, &q);
 	if (r < 0)
 		return (int)r;
 	o->policy = r == 0				  ? THP_POLICY_SYSTEM
@@ -141,20 +144,3 @@ int inject_get_default(struct thp_default_opts *o, const struct thp_target *t)
 	o->persistent = true;
 	return 0;
 }
-
-#else /* !__x86_64__ */
-
-int inject_set_default(struct thp_default_opts *o, const struct thp_target *t)
-{
-	(void)o;
-	(void)t;
-	report_set_detail("the inject backend supports x86_64 only");
-	return -EOPNOTSUPP;
-}
-
-int inject_get_default(struct thp_default_opts *o, const struct thp_target *t)
-{
-	return inject_set_default(o, t);
-}
-
-#endif

@@ -4,7 +4,7 @@
  * one that runs the calls is seized and held stopped for the session, so
  * that none can install a seccomp filter or change a dispatch selector
  * between the checks and the call; an exec() by one of them ends the
- * session.  x86_64 targets only, as the session (inject_session.c).
+ * session.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,7 +17,6 @@
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -26,13 +25,12 @@
 #include "default.h"
 #include "inject_helper.h"
 #include "inject_vdso.h"
-#include "inject_access.h"
+#include "access.h"
 #include "inject_session.h"
 #include "internal.h"
+#include "proc.h"
 #include "seccomp_filter.h"
 #include "syscall.h"
-
-#if defined(__x86_64__)
 
 /* How long the target's other threads get to stop (a loaded machine's scheduling delay). */
 #define HOLD_WAIT_NS (2 * 1000 * 1000 * 1000L)
@@ -112,10 +110,10 @@ static int hold_one(struct inject_session *s, pid_t tid)
 		int e = errno;
 
 		/* Exiting (or a zombie main thread): it runs no more code. */
-		if (e == ESRCH || inject_status_field(s->t->pid, tid, "\nState:", &v) || v == 'Z' ||
+		if (e == ESRCH || proc_status_field(s->t->pid, tid, "\nState:", &v) || v == 'Z' ||
 		    v == 'X')
 			return 0;
-		if (e == EPERM && inject_status_field(s->t->pid, tid, "\nTracerPid:", &v) == 0 && v) {
+		if (e == EPERM && proc_status_field(s->t->pid, tid, "\nTracerPid:", &v) == 0 && v) {
 			report_set_detail("thread %d of process %d is traced by process %ld: the "
 					  "inject backend needs to stop every thread", (int)tid,
 					  (int)s->t->pid, v);
@@ -132,9 +130,9 @@ static int hold_one(struct inject_session *s, pid_t tid)
 	 * main thread, under the process's id, and the thread we stopped is
 	 * gone.  Let it go and end the session.
 	 */
-	if (inject_status_field(s->t->pid, tid, "\nState:", &v) == -ESRCH &&
+	if (proc_status_field(s->t->pid, tid, "\nState:", &v) == -ESRCH &&
 	    s->tid == s->t->pid && !inject_still_stopped(s) &&
-	    inject_status_field(s->t->pid, s->t->pid, "\nTracerPid:", &v) == 0 && v == getpid()) {
+	    proc_status_field(s->t->pid, s->t->pid, "\nTracerPid:", &v) == 0 && v == getpid()) {
 		release_exec_winner(s);
 		report_set_detail("process %d exec()ed", (int)s->t->pid);
 		return -ESRCH;
@@ -179,6 +177,17 @@ static int held_settled(struct inject_held *h)
 }
 
 /*
+ * The thread is still in the stop we put it in: not killed meanwhile (its
+ * process exiting, or another thread's exec() replacing its memory).
+ */
+bool inject_still_stopped(const struct inject_session *s)
+{
+	long v = 0;
+
+	return proc_status_field(s->t->pid, s->tid, "\nState:", &v) == 0 && (v == 't' || v == 'T');
+}
+
+/*
  * The thread we stopped is still there, as we left it: a thread that was
  * entering execve() as we held it may have replaced the process meanwhile
  * (its exec() kills every other thread), and now answers under the
@@ -187,12 +196,12 @@ static int held_settled(struct inject_held *h)
  */
 static int still_ours(struct inject_session *s)
 {
-	struct user_regs_struct now;
+	struct inject_regs now;
 	long v = 0;
 
-	if (ptrace(PTRACE_GETREGS, s->tid, 0, &now) == 0 && !memcmp(&now, &s->saved, sizeof(now)))
+	if (inject_arch_get_regs(s->tid, &now) == 0 && !memcmp(&now, &s->saved, sizeof(now)))
 		return 0;
-	if (s->tid == s->t->pid && inject_status_field(s->t->pid, s->t->pid, "\nTracerPid:", &v) == 0 &&
+	if (s->tid == s->t->pid && proc_status_field(s->t->pid, s->t->pid, "\nTracerPid:", &v) == 0 &&
 	    v == getpid())
 		release_exec_winner(s);
 	report_set_detail("process %d exec()ed or exited", (int)s->t->pid);
@@ -287,4 +296,3 @@ void inject_release_held(struct inject_session *s)
 	s->nheld = s->held_cap = 0;
 }
 
-#endif /* __x86_64__ */

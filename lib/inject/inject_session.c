@@ -4,7 +4,7 @@
  * run system calls as one of them from a syscall instruction of its vDSO,
  * restore it exactly, detach them all.  The inject backend (backend_inject.c) and
  * the inject default mechanism (inject_default.c) are built on it.
- * x86_64 targets only.
+ * The architecture's part (registers, the instruction) is lib/arch/ARCH/.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,7 +17,6 @@
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
-#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -26,19 +25,15 @@
 #include "default.h"
 #include "inject_helper.h"
 #include "inject_vdso.h"
-#include "inject_access.h"
+#include "access.h"
 #include "inject_session.h"
 #include "internal.h"
+#include "proc.h"
 #include "seccomp_filter.h"
 #include "syscall.h"
 
-#if defined(__x86_64__)
-
-/* The 64-bit user code segment: any other means a 32-bit (compat) process. */
-#define USER64_CS 0x33
 /* Retries when a signal comes between our resume and the injected syscall. */
 #define INJECT_RETRIES 64
-#define CAP_SYS_ADMIN_ 21
 /*
  * How long a thread may take to stop (PTRACE_INTERRUPT) before it is left
  * alone: a thread that runs, sleeps or waits stops at once; one that does
@@ -48,110 +43,6 @@
 /* The longest sleep between two looks at a tracee that sends no event. */
 #define WAIT_SLICE_NS (5 * 1000 * 1000L)
 
-
-/* A field of /proc/PID/task/TID/status: a number, or State's letter. */
-int inject_status_field(pid_t pid, pid_t tid, const char *key, long *val)
-{
-	char path[80], buf[4096], *p;
-	long n;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
-	n = sys_read_file(path, buf, sizeof(buf));
-	if (n < 0)
-		return n == -ENOENT ? -ESRCH : (int)n;
-	p = strstr(buf, key);
-	if (!p)
-		return -ENOENT;
-	p += strlen(key);
-	while (*p == ' ' || *p == '\t')
-		p++;
-	if (*p >= 'A' && *p <= 'Z') {
-		*val = *p; /* State: one letter */
-		return 0;
-	}
-	*val = strtol(p, NULL, 10);
-	return 0;
-}
-
-/*
- * The thread to stop: the main thread, or while that one has exited
- * (pthread_exit() in main()) the first other live thread.  0 or -errno.
- */
-static int pick_thread(pid_t pid, pid_t *tid)
-{
-	char dir[64];
-	struct dirent *d;
-	long v = 0;
-	DIR *dp;
-
-	*tid = pid;
-	if (inject_status_field(pid, pid, "\nState:", &v) == 0 && v != 'Z')
-		return 0;
-	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	dp = opendir(dir);
-	if (!dp)
-		return -ESRCH;
-	while ((d = readdir(dp))) {
-		pid_t t = (pid_t)strtol(d->d_name, NULL, 10);
-
-		if (t > 0 && t != pid && inject_status_field(pid, t, "\nState:", &v) == 0 && v != 'Z') {
-			*tid = t;
-			break;
-		}
-	}
-	closedir(dp);
-	if (*tid != pid)
-		return 0;
-	report_set_detail("process %d has no live thread to stop", (int)pid);
-	return -ESRCH;
-}
-
-/*
- * A process under seccomp can be called only when its filter can be read
- * and run on each call first (seccomp_filter.c).  0 or -EPERM with detail.
- */
-static int seccomp_refusal(pid_t pid, long mode)
-{
-	if (mode == 1) {
-		report_set_detail("process %d runs under seccomp strict mode, which kills it on any "
-				  "call but read, write, exit and sigreturn: not injected", (int)pid);
-		return -EPERM;
-	}
-	if (mode && sf_caller_has_cap(CAP_SYS_ADMIN_) != 1) {
-		report_set_detail("process %d runs under a seccomp filter, and reading it to see "
-				  "what it does with the injected call needs CAP_SYS_ADMIN, which the "
-				  "caller does not have: not injected", (int)pid);
-		return -EPERM;
-	}
-	return 0;
-}
-
-/*
- * Refusals that need no stop: traced, seccomp, ptrace rights.  0 or -errno
- * with detail; -EAGAIN (no detail) when the tracer is this process: a
- * thread an earlier session of ours stopped, which an exec() or exit
- * killed before we could detach it, until the kernel releases it (or
- * another thread's session, until it ends).
- */
-static int inject_precheck(const struct thp_target *t, pid_t pid, pid_t tid)
-{
-	long v = 0;
-	int err;
-
-	err = inject_status_field(pid, tid, "\nTracerPid:", &v);
-	if (err)
-		return err == -ENOENT ? 0 : err;
-	if (inject_tracer_is_ours(v))
-		return -EAGAIN;
-	if (v) {
-		report_set_detail("process %d is already traced by process %ld: the inject "
-				  "backend needs to ptrace it", (int)pid, v);
-		return -EBUSY;
-	}
-	if (inject_status_field(pid, tid, "\nSeccomp:", &v) == 0 && (err = seccomp_refusal(pid, v)))
-		return err;
-	return inject_may_ptrace(t, pid);
-}
 
 /*
  * waitpid(tid, __WALL) for the tracee's next stop, as a status.  The
@@ -225,9 +116,9 @@ wait_more: {
 		 * to a tracer that is not its parent), nor from a thread an
 		 * exec() in another one replaced.
 		 */
-		if (slept && (inject_status_field(s->t->pid, s->tid, "\nTracerPid:", &v) ||
+		if (slept && (proc_status_field(s->t->pid, s->tid, "\nTracerPid:", &v) ||
 			      v != (long)getpid() ||
-			      inject_status_field(s->t->pid, s->tid, "\nState:", &v) || v == 'Z' ||
+			      proc_status_field(s->t->pid, s->tid, "\nState:", &v) || v == 'Z' ||
 			      v == 'X')) {
 			errno = ESRCH;
 			return -1;
@@ -308,25 +199,9 @@ static int inject_stop(struct inject_session *s)
 	 * set back at a stop in the signal path, they let the kernel decide
 	 * between restart and EINTR when the thread goes on (inject_end()).
 	 */
-	if (ptrace(PTRACE_GETREGS, s->tid, 0, &s->saved) < 0)
+	if (inject_arch_get_regs(s->tid, &s->saved))
 		return -ESRCH;
-	if (s->saved.cs != USER64_CS) {
-		report_set_detail("process %d is a 32-bit process: the inject backend supports "
-				  "x86_64 processes only", (int)s->tid);
-		return -EOPNOTSUPP;
-	}
-	return 0;
-}
-
-/*
- * The thread is still in the stop we put it in: not killed meanwhile (its
- * process exiting, or another thread's exec() replacing its memory).
- */
-bool inject_still_stopped(const struct inject_session *s)
-{
-	long v = 0;
-
-	return inject_status_field(s->t->pid, s->tid, "\nState:", &v) == 0 && (v == 't' || v == 'T');
+	return inject_arch_check_abi(s->tid, &s->saved);
 }
 
 /* A syscall instruction in the target's vDSO (inject_vdso.c), read without writing anything. */
@@ -350,98 +225,6 @@ static int find_syscall_ip(struct inject_session *s)
 	return err;
 }
 
-/* 1 when @tid blocks or ignores SIGSYS (SigBlk, SigIgn), 0 if not, -errno. */
-static int sigsys_held_back(pid_t pid, pid_t tid)
-{
-	char path[80], buf[4096];
-	const char *keys[] = { "\nSigBlk:", "\nSigIgn:" };
-	long n;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
-	n = sys_read_file(path, buf, sizeof(buf));
-	if (n < 0)
-		return n == -ENOENT ? -ESRCH : (int)n;
-	for (size_t i = 0; i < 2; i++) {
-		const char *p = strstr(buf, keys[i]);
-
-		if (p && (strtoull(p + strlen(keys[i]), NULL, 16) >> (SIGSYS - 1) & 1))
-			return 1;
-	}
-	return 0;
-}
-
-/*
- * Syscall user dispatch (Wine, Proton): a call from outside the allowed
- * range while the selector says BLOCK raises SIGSYS in the target instead
- * of running, and a SIGSYS forced on a thread that blocks or ignores it
- * resets its handler and kills it.  Injected only when the call from the
- * vDSO would not be dispatched: the range exempts it, or the selector byte
- * is ALLOW now (no other thread can change it: they are all stopped).
- * Where the kernel cannot report the setting (before 6.4, or a kernel that
- * refuses PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG), a thread that blocks
- * or ignores SIGSYS is refused: the one case where a dispatched call would
- * do harm before inject_syscall() could drop its SIGSYS.  0 or -EPERM with
- * detail.
- */
-static int sud_check(struct inject_session *s)
-{
-	struct thp_ptrace_sud_config c;
-	unsigned long ip = s->syscall_ip + 2; /* the kernel sees the address after it */
-	bool in_range;
-	long word;
-	int r;
-
-	memset(&c, 0, sizeof(c));
-	if (ptrace(THP_PTRACE_GET_SUD_CONFIG, s->tid, (void *)sizeof(c), &c) < 0) {
-		if (errno == ESRCH)
-			return -ESRCH;
-		r = sigsys_held_back(s->t->pid, s->tid);
-		if (r <= 0)
-			return r;
-		report_set_detail("process %d blocks or ignores SIGSYS right now (as a SIGSYS "
-				  "handler does), and this kernel does not say whether it uses "
-				  "syscall user dispatch, which would then kill it for the injected "
-				  "call: not injected", (int)s->t->pid);
-		return -EPERM;
-	}
-	if (c.mode == THP_PR_SYS_DISPATCH_OFF)
-		return 0;
-	in_range = ip - c.offset < c.len;
-	if ((c.mode == THP_PR_SYS_DISPATCH_EXCLUSIVE_ON && in_range) ||
-	    (c.mode == THP_PR_SYS_DISPATCH_INCLUSIVE_ON && !in_range))
-		return 0;
-	if (c.selector &&
-	    (c.mode == THP_PR_SYS_DISPATCH_EXCLUSIVE_ON || c.mode == THP_PR_SYS_DISPATCH_INCLUSIVE_ON)) {
-		errno = 0;
-		word = ptrace(PTRACE_PEEKDATA, s->tid, (void *)(uintptr_t)c.selector, 0);
-		/* x86 is little-endian: the selector is the word's low byte. */
-		if (!errno && (word & 0xff) == THP_SYSCALL_DISPATCH_FILTER_ALLOW)
-			return 0;
-	}
-	report_set_detail("process %d uses syscall user dispatch (PR_SET_SYSCALL_USER_DISPATCH, "
-			  "as Wine does) and would get SIGSYS for a system call from its vDSO "
-			  "right now: not injected", (int)s->t->pid);
-	return -EPERM;
-}
-
-/*
- * A SIGSYS that the injected call itself raised (seccomp's TRAP, or
- * syscall user dispatch): its si_call_addr is the address after our
- * syscall instruction.  Such a signal is never delivered to the target.
- */
-static bool sigsys_is_ours(const struct inject_session *s, int sig)
-{
-	siginfo_t si;
-
-	if (sig != SIGSYS)
-		return false;
-	memset(&si, 0, sizeof(si));
-	if (ptrace(PTRACE_GETSIGINFO, s->tid, 0, &si) < 0)
-		return false;
-	return (si.si_code == THP_SYS_SECCOMP || si.si_code == THP_SYS_USER_DISPATCH) &&
-	       (unsigned long)si.si_call_addr == s->syscall_ip + 2;
-}
-
 int inject_begin(struct inject_session *s, const struct thp_target *t)
 {
 	long v = 0;
@@ -449,6 +232,9 @@ int inject_begin(struct inject_session *s, const struct thp_target *t)
 
 	memset(s, 0, sizeof(*s));
 	s->t = t;
+	err = inject_arch_supported();
+	if (err)
+		return err;
 	if (target_alive(t)) {
 		report_set_detail("process %d has exited", (int)t->pid);
 		return -ESRCH;
@@ -456,9 +242,9 @@ int inject_begin(struct inject_session *s, const struct thp_target *t)
 	for (int attempt = 0;; attempt++) {
 		struct timespec ts = { 0, 1000 * 1000 };
 
-		err = pick_thread(t->pid, &s->tid);
+		err = inject_check_thread(t->pid, &s->tid);
 		if (!err)
-			err = inject_precheck(t, t->pid, s->tid);
+			err = inject_check_access(t, t->pid, s->tid);
 		if (err != -EAGAIN)
 			break;
 		if (attempt == 100) {
@@ -485,11 +271,11 @@ int inject_begin(struct inject_session *s, const struct thp_target *t)
 		 * again before calling it a refusal.
 		 */
 		if (errno != EPERM || attempt == 3)
-			return inject_ptrace_refused(t, s->tid, errno);
+			return access_ptrace_refused(t, s->tid, errno);
 		nanosleep(&ts, NULL);
 		if (target_alive(t))
 			return -ESRCH;
-		err = pick_thread(t->pid, &s->tid);
+		err = inject_check_thread(t->pid, &s->tid);
 		if (err)
 			return err;
 	}
@@ -498,10 +284,10 @@ int inject_begin(struct inject_session *s, const struct thp_target *t)
 	 * A thread that exec()ed while we seized it (its exec held us up) now
 	 * has the process's id: follow it, or we could not stop nor detach it.
 	 */
-	if (s->tid != t->pid && inject_status_field(t->pid, s->tid, "\nState:", &v) &&
-	    inject_status_field(t->pid, t->pid, "\nTracerPid:", &v) == 0 && v == getpid())
+	if (s->tid != t->pid && proc_status_field(t->pid, s->tid, "\nState:", &v) &&
+	    proc_status_field(t->pid, t->pid, "\nTracerPid:", &v) == 0 && v == getpid())
 		s->tid = t->pid;
-	s->own_child = inject_status_field(t->pid, s->tid, "\nPPid:", &v) == 0 && v == getpid();
+	s->own_child = proc_status_field(t->pid, s->tid, "\nPPid:", &v) == 0 && v == getpid();
 	/* The pid may have been reused between pidfd and seize: the pidfd says. */
 	if (target_alive(t))
 		return -ESRCH;
@@ -511,20 +297,20 @@ int inject_begin(struct inject_session *s, const struct thp_target *t)
 	if (!err)
 		err = find_syscall_ip(s);
 	if (!err)
-		err = sud_check(s);
+		err = inject_check_dispatch(s);
 	if (err)
 		return err;
 	/*
 	 * Looked at again with every thread stopped: a filter may have come
 	 * since (TSYNC from another thread), none can come now.
 	 */
-	err = inject_status_field(s->t->pid, s->tid, "\nSeccomp:", &v);
+	err = proc_status_field(s->t->pid, s->tid, "\nSeccomp:", &v);
 	if (err == -ENOENT || (!err && !v))
 		return 0; /* no seccomp in this kernel, or none for this thread */
 	if (!err)
-		err = seccomp_refusal(s->t->pid, v);
+		err = inject_check_seccomp(s->t->pid, v);
 	if (!err)
-		err = sf_load(&s->sf, s->t->pid, s->tid);
+		err = seccomp_filter_load(&s->sf, s->t->pid, s->tid);
 	s->filtered = !err;
 	return err;
 }
@@ -559,23 +345,24 @@ int inject_vet(struct inject_session *s, bool probe, long nr, unsigned long a1,
 		      unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5)
 {
 	char what[48];
-	struct sf_call c = { call_name(nr, a1, a3, what, sizeof(what)), nr,
+	struct seccomp_filter_call c = { call_name(nr, a1, a3, what, sizeof(what)), nr,
 			     { a1, a2, a3, a4, a5, 0 } };
 	int err;
 
 	if (!s->filtered)
 		return 0;
-	err = probe ? sf_grew(&s->sf, s->tid) : 0;
+	err = probe ? seccomp_filter_grew(&s->sf, s->tid) : 0;
 	if (err == 1) {
-		sf_free(&s->sf);
+		seccomp_filter_free(&s->sf);
 		s->filtered = false;
-		err = sf_load(&s->sf, s->t->pid, s->tid);
+		err = seccomp_filter_load(&s->sf, s->t->pid, s->tid);
 		s->filtered = !err;
 	}
 	if (err)
 		return err;
 	/* The kernel sees the address after the syscall instruction. */
-	return sf_check_calls(&s->sf, s->t->pid, SF_AUDIT_ARCH_X86_64, s->syscall_ip + 2, &c, 1);
+	return seccomp_filter_check_calls(&s->sf, s->t->pid, INJECT_ARCH_AUDIT,
+			      s->syscall_ip + INJECT_ARCH_SYSCALL_LEN, &c, 1);
 }
 
 /*
@@ -600,7 +387,7 @@ static int session_release(struct inject_session *s, int err)
 	s->seized = s->stopped = false;
 	inject_release_held(s);
 	if (s->filtered)
-		sf_free(&s->sf);
+		seccomp_filter_free(&s->sf);
 	s->filtered = false;
 	return err;
 }
@@ -627,7 +414,7 @@ static int inject_end(struct inject_session *s)
 	}
 	if (s->stopped && !s->in_signal_path && return_to_signal_path(s))
 		err = -ESRCH;
-	if (s->stopped && ptrace(PTRACE_SETREGS, s->tid, 0, &s->saved) < 0)
+	if (s->stopped && inject_arch_set_regs(s->tid, &s->saved))
 		err = -ESRCH;
 	/* Data 0: a signal-delivery-stop's signal (one our call raised) is dropped. */
 	if (ptrace(PTRACE_DETACH, s->tid, 0, 0) < 0 && !err)
@@ -646,21 +433,14 @@ long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigne
 	if (*err)
 		return *err;
 	for (int attempt = 0; attempt < INJECT_RETRIES; attempt++) {
-		struct user_regs_struct r = s->saved;
+		const unsigned long a[5] = { a1, a2, a3, a4, a5 };
+		struct inject_regs r = s->saved;
 		bool entered = false;
 		int st;
 
-		r.rax = (unsigned long)nr;
-		r.orig_rax = (unsigned long)-1; /* no restart logic on these registers */
-		r.rdi = a1;
-		r.rsi = a2;
-		r.rdx = a3;
-		r.r10 = a4;
-		r.r8 = a5;
-		r.r9 = 0;
-		r.rip = s->syscall_ip;
+		inject_arch_set_call(&r, s->syscall_ip, nr, a);
 		s->calls++;
-		if (ptrace(PTRACE_SETREGS, s->tid, 0, &r) < 0 ||
+		if (inject_arch_set_regs(s->tid, &r) ||
 		    ptrace(PTRACE_SYSCALL, s->tid, 0, 0) < 0)
 			goto gone;
 		s->in_signal_path = false;
@@ -675,14 +455,14 @@ long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigne
 			if (!WIFSTOPPED(st))
 				goto gone;
 			if (WSTOPSIG(st) == (SIGTRAP | 0x80)) {
-				if (ptrace(PTRACE_GETREGS, s->tid, 0, &r) < 0)
+				if (inject_arch_get_regs(s->tid, &r))
 					goto gone;
 				if (!entered) {
 					entered = true;
-					if ((long)r.orig_rax != nr)
+					if (inject_arch_call_nr(&r) != nr)
 						break; /* not ours: should not happen */
 				} else {
-					return (long)r.rax;
+					return inject_arch_call_result(&r);
 				}
 				if (ptrace(PTRACE_SYSCALL, s->tid, 0, 0) < 0)
 					goto gone;
@@ -694,12 +474,12 @@ long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigne
 					goto gone;
 				continue;
 			}
-			if (sigsys_is_ours(s, WSTOPSIG(st))) {
+			if (inject_check_sigsys_ours(s, WSTOPSIG(st))) {
 				/*
 				 * Raised by our call (dispatch or a filter's TRAP), in
 				 * place of it: dropped at detach, never delivered.
 				 */
-				if (ptrace(PTRACE_SETREGS, s->tid, 0, &s->saved) < 0)
+				if (inject_arch_set_regs(s->tid, &s->saved))
 					goto gone;
 				s->in_signal_path = true;
 				report_set_detail("the injected %s raised SIGSYS in process %d "
@@ -716,7 +496,7 @@ long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigne
 			 * signal as it would have (its handler's SA_RESTART decides
 			 * between restart and EINTR), stop it again and retry.
 			 */
-			if (ptrace(PTRACE_SETREGS, s->tid, 0, &s->saved) < 0 ||
+			if (inject_arch_set_regs(s->tid, &s->saved) ||
 			    ptrace(PTRACE_CONT, s->tid, 0, (void *)(long)WSTOPSIG(st)) < 0)
 				goto gone;
 			s->stopped = false;
@@ -731,7 +511,7 @@ long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigne
 			}
 			/* Its handler may have flipped its dispatch selector. */
 			if (!*err)
-				*err = sud_check(s);
+				*err = inject_check_dispatch(s);
 			if (*err)
 				return *err;
 			break;
@@ -768,4 +548,3 @@ int inject_finish(struct inject_session *s, const struct thp_target *t, int err)
 	return err;
 }
 
-#endif /* __x86_64__ */

@@ -3,10 +3,10 @@
 #ifndef THP_INJECT_SESSION_H
 #define THP_INJECT_SESSION_H
 
-#if defined(__x86_64__)
 #include <stdbool.h>
 #include <sys/types.h>
-#include <sys/user.h>
+
+#include "inject_arch.h"
 
 #include "internal.h"
 #include "seccomp_filter.h"
@@ -14,15 +14,15 @@
 struct inject_session {
 	const struct thp_target *t;
 	pid_t tid;
-	unsigned long syscall_ip;      /* a 0f 05 in the target's vDSO */
-	struct user_regs_struct saved; /* what the thread resumes with */
+	unsigned long syscall_ip;  /* a syscall instruction in the target's vDSO */
+	struct inject_regs saved; /* what the thread resumes with */
 	bool seized;
 	bool stopped;
 	bool own_child;	    /* the caller is its parent: never reap it */
 	unsigned int calls; /* injected calls started: could any have run? */
 	bool filtered;	    /* seccomp filter mode: each call is vetted by sf */
 	bool unstoppable;   /* a stop did not come in time: no more waits for one */
-	struct sf_filters sf;
+	struct seccomp_filter_set sf;
 	/*
 	 * The thread stops inside the kernel's signal path (an event stop, or
 	 * a signal-delivery-stop whose signal is dropped): detached there with
@@ -56,15 +56,22 @@ long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigne
 /* End the session whatever happened; a target gone folds into -ESRCH. */
 int inject_finish(struct inject_session *s, const struct thp_target *t, int err);
 
-/* Shared by inject_session.c and inject_hold.c. */
-/* A field of /proc/PID/task/TID/status: a number, or State's letter. */
-int inject_status_field(pid_t pid, pid_t tid, const char *key, long *val);
-/* The stopped thread is still in our stop (not killed by an exit or exec()). */
+/* Shared by inject_session.c, inject_check.c and inject_hold.c. */
+/* The thread to stop: the main thread, or the first other live one; 0 or -errno. */
+int inject_check_thread(pid_t pid, pid_t *tid);
+/* A seccomp mode (Seccomp: @mode) the session can handle: 0, or -EPERM with detail. */
+int inject_check_seccomp(pid_t pid, long mode);
+/* Refusals before any stop (traced, seccomp, ptrace rights): 0, -EAGAIN or -errno. */
+int inject_check_access(const struct thp_target *t, pid_t pid, pid_t tid);
+/* Syscall user dispatch would not turn the call into a SIGSYS: 0 or -EPERM / -ESRCH. */
+int inject_check_dispatch(struct inject_session *s);
+/* @sig is a SIGSYS that the injected call itself raised. */
+bool inject_check_sigsys_ours(const struct inject_session *s, int sig);
+/* The stopped thread is still in our stop (not killed by an exit or exec(); inject_hold.c). */
 bool inject_still_stopped(const struct inject_session *s);
 /* Seize and stop every other thread of the target (inject_hold.c); 0 or -errno. */
 int inject_hold_others(struct inject_session *s);
 /* Let the held threads go. */
 void inject_release_held(struct inject_session *s);
-#endif
 
 #endif /* THP_INJECT_SESSION_H */

@@ -2,7 +2,8 @@
 /*
  * The inject backend's syscall instruction, found in the target's vDSO
  * through auxv and the vDSO's own ELF headers, not the maps text, so the
- * cost does not grow with the target's mappings.  x86_64 only.
+ * cost does not grow with the target's mappings.  64-bit vDSOs; the
+ * instruction is the architecture's (lib/arch/ARCH/).
  */
 #include <elf.h>
 #include <errno.h>
@@ -13,11 +14,10 @@
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 
+#include "inject_arch.h"
 #include "inject_vdso.h"
 #include "internal.h"
 #include "syscall.h"
-
-#if defined(__x86_64__)
 
 /* Where the thread's vDSO starts, from its auxiliary vector: 0 when it has none. */
 static int vdso_base(pid_t pid, pid_t tid, uint64_t *base)
@@ -106,11 +106,11 @@ int vdso_syscall_ip(pid_t pid, pid_t tid, uint64_t *ip)
 		if (!buf)
 			return -ENOMEM;
 		err = peek(tid, base + ph.p_offset, buf, ph.p_filesz);
-		for (size_t j = 0; !err && j + 1 < ph.p_filesz; j++) {
-			if (buf[j] == 0x0f && buf[j + 1] == 0x05) {
-				found = base + ph.p_offset + j;
-				break;
-			}
+		if (!err) {
+			long j = inject_arch_find_syscall(buf, ph.p_filesz);
+
+			if (j >= 0)
+				found = base + ph.p_offset + (uint64_t)j;
 		}
 		free(buf);
 		if (err == -ESRCH)
@@ -122,4 +122,3 @@ int vdso_syscall_ip(pid_t pid, pid_t tid, uint64_t *ip)
 	return 0;
 }
 
-#endif /* __x86_64__ */

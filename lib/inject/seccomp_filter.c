@@ -40,15 +40,15 @@
 /* A filter has at most this many instructions (BPF_MAXINSNS). */
 #define MAX_INSNS 4096
 
-int sf_run(const struct sf_insn *f, size_t len, const struct sf_data *d, uint32_t *ret)
+int seccomp_filter_run(const struct seccomp_filter_insn *f, size_t len, const struct seccomp_filter_data *d, uint32_t *ret)
 {
 	uint32_t a = 0, x = 0, mem[MEMWORDS] = { 0 };
-	unsigned char data[sizeof(struct sf_data)];
+	unsigned char data[sizeof(struct seccomp_filter_data)];
 
 	memcpy(data, d, sizeof(data));
 	/* Jumps only go forward, so the program ends within len steps. */
 	for (size_t pc = 0; pc < len; pc++) {
-		const struct sf_insn *i = &f[pc];
+		const struct seccomp_filter_insn *i = &f[pc];
 		uint32_t src = (i->code & SRC_X) ? x : i->k;
 		size_t jump = 0;
 
@@ -145,7 +145,7 @@ int sf_run(const struct sf_insn *f, size_t len, const struct sf_data *d, uint32_
 	return -EINVAL; /* fell off the end: the kernel needs a last RET */
 }
 
-void sf_free(struct sf_filters *sf)
+void seccomp_filter_free(struct seccomp_filter_set *sf)
 {
 	free(sf->insns);
 	free(sf->start);
@@ -154,14 +154,14 @@ void sf_free(struct sf_filters *sf)
 }
 
 /* Instructions of filter @i of @tid (data NULL: only count them), or -errno. */
-static long get_filter(pid_t tid, unsigned long i, struct sf_insn *data)
+static long get_filter(pid_t tid, unsigned long i, struct seccomp_filter_insn *data)
 {
 	long r = ptrace(PTRACE_SECCOMP_GET_FILTER, tid, (void *)i, data);
 
 	return r < 0 ? -errno : r;
 }
 
-int sf_load(struct sf_filters *sf, pid_t pid, pid_t tid)
+int seccomp_filter_load(struct seccomp_filter_set *sf, pid_t pid, pid_t tid)
 {
 	size_t total = 0;
 	long r;
@@ -169,7 +169,7 @@ int sf_load(struct sf_filters *sf, pid_t pid, pid_t tid)
 	memset(sf, 0, sizeof(*sf));
 	for (;;) {
 		size_t *s, *l;
-		struct sf_insn *ins;
+		struct seccomp_filter_insn *ins;
 
 		r = get_filter(tid, sf->n, NULL);
 		if (r == -ENOENT && sf->n)
@@ -186,7 +186,7 @@ int sf_load(struct sf_filters *sf, pid_t pid, pid_t tid)
 		if (ins)
 			sf->insns = ins;
 		if (!s || !l || !ins) {
-			sf_free(sf);
+			seccomp_filter_free(sf);
 			return -ENOMEM;
 		}
 		/* The same length again: a filter never changes once installed. */
@@ -199,7 +199,7 @@ int sf_load(struct sf_filters *sf, pid_t pid, pid_t tid)
 		total += (size_t)r;
 		sf->n++;
 	}
-	sf_free(sf);
+	seccomp_filter_free(sf);
 	if (r == -ESRCH)
 		return -ESRCH;
 	report_set_detail("process %d runs under a seccomp filter that libthp cannot read (%s%s): "
@@ -211,7 +211,7 @@ int sf_load(struct sf_filters *sf, pid_t pid, pid_t tid)
 	return -EPERM;
 }
 
-int sf_grew(const struct sf_filters *sf, pid_t tid)
+int seccomp_filter_grew(const struct seccomp_filter_set *sf, pid_t tid)
 {
 	long r = get_filter(tid, sf->n, NULL);
 
@@ -220,18 +220,18 @@ int sf_grew(const struct sf_filters *sf, pid_t tid)
 	return r < 0 ? (int)r : 1;
 }
 
-int sf_eval(const struct sf_filters *sf, const struct sf_data *d, uint32_t *ret)
+int seccomp_filter_eval(const struct seccomp_filter_set *sf, const struct seccomp_filter_data *d, uint32_t *ret)
 {
-	uint32_t best = SF_RET_ALLOW;
+	uint32_t best = SECCOMP_FILTER_RET_ALLOW;
 
 	/* The kernel runs the newest filter first and keeps the first most restrictive. */
 	for (unsigned int i = sf->n; i-- > 0;) {
 		uint32_t r;
-		int err = sf_run(sf->insns + sf->start[i], sf->len[i], d, &r);
+		int err = seccomp_filter_run(sf->insns + sf->start[i], sf->len[i], d, &r);
 
 		if (err)
 			return err;
-		if ((int32_t)(r & SF_RET_ACTION_FULL) < (int32_t)(best & SF_RET_ACTION_FULL))
+		if ((int32_t)(r & SECCOMP_FILTER_RET_ACTION_FULL) < (int32_t)(best & SECCOMP_FILTER_RET_ACTION_FULL))
 			best = r;
 	}
 	*ret = best;
@@ -241,19 +241,19 @@ int sf_eval(const struct sf_filters *sf, const struct sf_data *d, uint32_t *ret)
 /* What the action would do to the process, for the detail. */
 static const char *action_text(uint32_t r, char *buf, size_t len)
 {
-	switch (r & SF_RET_ACTION_FULL) {
-	case SF_RET_KILL_PROCESS:
+	switch (r & SECCOMP_FILTER_RET_ACTION_FULL) {
+	case SECCOMP_FILTER_RET_KILL_PROCESS:
 		return "kill it";
-	case SF_RET_KILL_THREAD:
+	case SECCOMP_FILTER_RET_KILL_THREAD:
 		return "kill its thread";
-	case SF_RET_TRAP:
+	case SECCOMP_FILTER_RET_TRAP:
 		return "send it SIGSYS";
-	case SF_RET_ERRNO:
-		snprintf(buf, len, "fail the call with errno %u", (unsigned)(r & SF_RET_DATA));
+	case SECCOMP_FILTER_RET_ERRNO:
+		snprintf(buf, len, "fail the call with errno %u", (unsigned)(r & SECCOMP_FILTER_RET_DATA));
 		return buf;
-	case SF_RET_USER_NOTIF:
+	case SECCOMP_FILTER_RET_USER_NOTIF:
 		return "hand the call to its seccomp supervisor";
-	case SF_RET_TRACE:
+	case SECCOMP_FILTER_RET_TRACE:
 		return "hand the call to a tracer";
 	default:
 		snprintf(buf, len, "take action 0x%08x, which the kernel treats as a kill", r);
@@ -261,23 +261,23 @@ static const char *action_text(uint32_t r, char *buf, size_t len)
 	}
 }
 
-int sf_check_calls(const struct sf_filters *sf, pid_t pid, uint32_t arch, uint64_t ip,
-		   const struct sf_call *calls, size_t n)
+int seccomp_filter_check_calls(const struct seccomp_filter_set *sf, pid_t pid, uint32_t arch, uint64_t ip,
+		   const struct seccomp_filter_call *calls, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		struct sf_data d = { .nr = (int32_t)calls[i].nr, .arch = arch,
+		struct seccomp_filter_data d = { .nr = (int32_t)calls[i].nr, .arch = arch,
 				     .instruction_pointer = ip };
 		uint32_t r, act;
 		char buf[80];
 
 		memcpy(d.args, calls[i].args, sizeof(d.args));
-		if (sf_eval(sf, &d, &r)) {
+		if (seccomp_filter_eval(sf, &d, &r)) {
 			report_set_detail("process %d's seccomp filter has an instruction libthp does "
 					  "not know: %s not injected", (int)pid, calls[i].what);
 			return -EPERM;
 		}
-		act = r & SF_RET_ACTION_FULL;
-		if (act == SF_RET_ALLOW || act == SF_RET_LOG)
+		act = r & SECCOMP_FILTER_RET_ACTION_FULL;
+		if (act == SECCOMP_FILTER_RET_ALLOW || act == SECCOMP_FILTER_RET_LOG)
 			continue;
 		report_set_detail("process %d's seccomp filter would %s on %s: not injected", (int)pid,
 				  action_text(r, buf, sizeof(buf)), calls[i].what);
@@ -286,7 +286,7 @@ int sf_check_calls(const struct sf_filters *sf, pid_t pid, uint32_t arch, uint64
 	return 0;
 }
 
-int sf_caller_has_cap(unsigned int cap)
+int seccomp_filter_caller_has_cap(unsigned int cap)
 {
 	char buf[4096];
 	const char *p;

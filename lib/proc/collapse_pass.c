@@ -31,7 +31,9 @@
 #include "compat.h"
 #include "extent_count.h"
 #include "folio_scan.h"
+#include "access.h"
 #include "internal.h"
+#include "proc.h"
 #include "syscall.h"
 
 #define SCAN_WINDOW 64 /* extents counted at a time (128 MiB) */
@@ -428,7 +430,7 @@ static int run_pass(struct pass *p)
 	struct thp_collapse_opts *o = p->o;
 	int r;
 
-	r = target_thp_disabled(p->t);
+	r = proc_thp_disabled(p->t);
 	if (r < 0)
 		return r;
 	if (r == 1) {
@@ -508,7 +510,7 @@ THP_API int thp_collapse(struct thp_collapse_opts *opts)
 	if (err)
 		goto out;
 	if (opts->flags & THP_COLLAPSE_F_PEER_ONLY) {
-		err = target_is_peer(&t);
+		err = access_is_peer(&t);
 		if (err == 0)
 			err = -EPERM; /* the detail says why */
 		else if (err == 1)
@@ -551,7 +553,7 @@ THP_API int thp_collapse(struct thp_collapse_opts *opts)
 	if (err == -ESRCH)
 		report_set_detail("the process exited");
 out:
-	err = target_explain_gone(&t, err, "collapse the memory of");
+	err = proc_explain_gone(&t, err, "collapse the memory of");
 	extent_count_close(&p.ec);
 	if (p.fs_open)
 		folio_scan_close(&p.fs);

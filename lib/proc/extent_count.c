@@ -15,6 +15,7 @@
 #include "compat.h"
 #include "extent_count.h"
 #include "internal.h"
+#include "proc.h"
 #include "syscall.h"
 
 /* Entries of one 2 MiB extent of 4 KiB pages; other geometries are refused. */
@@ -30,16 +31,11 @@ void extent_count_init(struct extent_count *ec, uint64_t pmd, uint64_t page)
 
 int extent_count_open(struct extent_count *ec, const struct thp_target *t)
 {
-	char path[64];
 	int fd;
 
 	if (ec->fd >= 0)
 		return 0;
-	if (t->self)
-		snprintf(path, sizeof(path), "/proc/self/pagemap");
-	else
-		snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)t->pid);
-	fd = sys_open(path, O_RDONLY);
+	fd = proc_open(t, "pagemap");
 	if (fd == -ENOENT)
 		return -ESRCH;
 	if (fd < 0)

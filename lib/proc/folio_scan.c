@@ -9,6 +9,7 @@
 #include "compat.h"
 #include "folio_scan.h"
 #include "internal.h"
+#include "proc.h"
 #include "syscall.h"
 
 /* /proc/kpageflags bits (include/uapi/linux/kernel-page-flags.h). */
@@ -38,11 +39,7 @@ int folio_scan_open(struct folio_scan *fs, const struct thp_target *t, size_t pa
 		fs->kpf_fd = -1;
 		return 1;
 	}
-	if (t->self)
-		snprintf(path, sizeof(path), "/proc/self/pagemap");
-	else
-		snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)t->pid);
-	fs->pagemap_fd = sys_open(path, O_RDONLY);
+	fs->pagemap_fd = proc_open(t, "pagemap");
 	if (fs->pagemap_fd < 0) {
 		int err = fs->pagemap_fd;
 
@@ -53,7 +50,8 @@ int folio_scan_open(struct folio_scan *fs, const struct thp_target *t, size_t pa
 		/* Not allowed to read it (ptrace access): say none, not an error. */
 		if (err == -EACCES || err == -EPERM)
 			return 1;
-		report_set_detail("cannot open %s: %s", path, strerror(-err));
+		report_set_detail("cannot open %s: %s", proc_path(t, "pagemap", path, sizeof(path)),
+				  strerror(-err));
 		return err;
 	}
 	fs->pm = malloc(FS_CHUNK * sizeof(*fs->pm));

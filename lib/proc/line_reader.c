@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* The /proc text reader: refills, cut lines, the jump to a line's first byte, and close. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "line_reader.h"
+#include "proc.h"
 #include "report.h"
 #include "syscall.h"
 
@@ -192,4 +195,16 @@ void line_reader_close(struct line_reader *lr)
 	lr->buf = lr->small;
 	lr->lent = false;
 	lr->cap = sizeof(lr->small);
+}
+
+int line_reader_open_proc(struct line_reader *lr, const struct thp_target *t,
+			  const char *file)
+{
+	char path[64];
+
+	line_reader_init(lr, sys_open(proc_path(t, file, path, sizeof(path)), O_RDONLY));
+	if (lr->fd >= 0)
+		return 0;
+	report_set_detail("cannot open %s: %s", path, strerror(-lr->fd));
+	return lr->fd == -ENOENT && !t->self ? -ESRCH : lr->fd;
 }

@@ -6,6 +6,7 @@
 
 #include "folio_scan.h"
 #include "internal.h"
+#include "proc.h"
 #include "syscall.h"
 
 /* Does @line start with the string literal @lit? */
@@ -401,7 +402,7 @@ THP_API int thp_query(struct thp_query_opts *opts)
 	if (err)
 		return ret_errno(err);
 	if (OPTS_HAS(opts, anon_alignable_bytes)) {
-		err = target_thp_disabled(&t);
+		err = proc_thp_disabled(&t);
 		if (err < 0)
 			goto out;
 		thp_off = err == 1;
@@ -478,7 +479,7 @@ THP_API int thp_query(struct thp_query_opts *opts)
 			err = (int)written;
 	}
 out:
-	err = target_explain_gone(&t, err, "read the memory of");
+	err = proc_explain_gone(&t, err, "read the memory of");
 	if (q) {
 		folio_scan_close(&q->fs);
 		free(q);
