@@ -102,25 +102,22 @@ static bool extent_has_page(struct page_scan *ps, const struct thp_target *t, ui
 	if (ps->fd < 0)
 		return true;
 	if (start >= ps->known_to) {
-		struct pm_scan_arg a = {
-			.size = sizeof(a),
-			.start = start,
-			.end = limit,
-			.vec = (uintptr_t)ps->reg,
-			.vec_len = ARRAY_LEN(ps->reg),
+		static const struct proc_pagemap_query q = {
 			.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
 			.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
 		};
-		long r = sys_ioctl(ps->fd, PAGEMAP_SCAN, &a);
+		uint64_t walk_end = 0;
+		long r = proc_pagemap_scan(ps->fd, start, limit, &q, ps->reg, ARRAY_LEN(ps->reg),
+					   &walk_end);
 
-		if (r < 0 || a.walk_end <= start) {
+		if (r < 0 || walk_end <= start) {
 			sys_close(ps->fd);
 			ps->fd = -1;
 			return true;
 		}
 		ps->nr = (size_t)r;
 		ps->idx = 0;
-		ps->known_to = a.walk_end;
+		ps->known_to = walk_end;
 	}
 	while (ps->idx < ps->nr && ps->reg[ps->idx].end <= start)
 		ps->idx++;

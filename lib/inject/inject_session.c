@@ -207,8 +207,11 @@ static int inject_stop(struct inject_session *s)
 /* A syscall instruction in the target's vDSO (inject_vdso.c), read without writing anything. */
 static int find_syscall_ip(struct inject_session *s)
 {
-	int err = vdso_syscall_ip(s->t->pid, s->tid, &s->syscall_ip);
+	uint64_t ip = 0;
+	int err = vdso_syscall_ip(s->t->pid, s->tid, &ip);
 
+	if (!err)
+		s->syscall_ip = (unsigned long)ip;
 	/* A thread killed meanwhile (its process exits or exec()s) has no vDSO left. */
 	if ((err == -ENOENT || err == -ENOEXEC) && !inject_still_stopped(s))
 		return -ESRCH;

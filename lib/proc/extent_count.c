@@ -55,23 +55,18 @@ void extent_count_close(struct extent_count *ec)
 static int count_by_scan(struct extent_count *ec, uint64_t start, uint64_t end,
 			 uint32_t *present)
 {
+	static const struct proc_pagemap_query q = {
+		.category_mask = PAGE_IS_PRESENT | PAGE_IS_HUGE | PAGE_IS_PFNZERO,
+		.category_inverted = PAGE_IS_HUGE | PAGE_IS_PFNZERO,
+		.return_mask = PAGE_IS_PRESENT,
+	};
 	struct page_region regions[64];
-	struct pm_scan_arg a;
 	uint64_t at = start;
 
 	while (at < end) {
-		long n;
+		uint64_t walk_end = 0;
+		long n = proc_pagemap_scan(ec->fd, at, end, &q, regions, ARRAY_LEN(regions), &walk_end);
 
-		memset(&a, 0, sizeof(a));
-		a.size = sizeof(a);
-		a.start = at;
-		a.end = end;
-		a.vec = (uintptr_t)regions;
-		a.vec_len = ARRAY_LEN(regions);
-		a.category_mask = PAGE_IS_PRESENT | PAGE_IS_HUGE | PAGE_IS_PFNZERO;
-		a.category_inverted = PAGE_IS_HUGE | PAGE_IS_PFNZERO;
-		a.return_mask = PAGE_IS_PRESENT;
-		n = sys_ioctl(ec->fd, PAGEMAP_SCAN, &a);
 		if (n < 0)
 			return (int)n;
 		for (long i = 0; i < n; i++) {
@@ -83,9 +78,9 @@ static int count_by_scan(struct extent_count *ec, uint64_t start, uint64_t end,
 				s = e;
 			}
 		}
-		if (a.walk_end <= at)
+		if (walk_end <= at)
 			break;
-		at = a.walk_end;
+		at = walk_end;
 	}
 	return 0;
 }

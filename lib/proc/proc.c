@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compat.h"
 #include "internal.h"
 #include "proc.h"
 #include "syscall.h"
@@ -21,6 +22,27 @@ const char *proc_path(const struct thp_target *t, const char *file, char *buf, s
 	else
 		snprintf(buf, len, "/proc/%d/%s", (int)t->pid, file);
 	return buf;
+}
+
+long proc_pagemap_scan(int fd, uint64_t start, uint64_t end, const struct proc_pagemap_query *q,
+		       struct page_region *vec, size_t n, uint64_t *walk_end)
+{
+	struct pm_scan_arg a;
+	long r;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.start = start;
+	a.end = end;
+	a.vec = (uintptr_t)vec;
+	a.vec_len = n;
+	a.category_mask = q->category_mask;
+	a.category_inverted = q->category_inverted;
+	a.category_anyof_mask = q->category_anyof_mask;
+	a.return_mask = q->return_mask;
+	r = sys_ioctl(fd, PAGEMAP_SCAN, &a);
+	*walk_end = a.walk_end;
+	return r;
 }
 
 int proc_open(const struct thp_target *t, const char *file)

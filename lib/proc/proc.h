@@ -7,14 +7,28 @@
 #define THP_PROC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
+struct page_region;
 struct thp_target;
 
 /* "/proc/self/@file" or "/proc/PID/@file" for @t, into @buf. */
 const char *proc_path(const struct thp_target *t, const char *file, char *buf, size_t len);
 /* proc_path() opened read-only: a descriptor or -errno (as open() gives it). */
 int proc_open(const struct thp_target *t, const char *file);
+
+/* What a PAGEMAP_SCAN asks for (struct pm_scan_arg's masks). */
+struct proc_pagemap_query {
+	uint64_t category_mask, category_inverted, category_anyof_mask, return_mask;
+};
+/*
+ * One PAGEMAP_SCAN of [@start, @end) on the pagemap @fd: the regions
+ * found (at most @n, into @vec), or -errno (-ENOTTY before 6.7).
+ * *@walk_end: where the kernel stopped looking.
+ */
+long proc_pagemap_scan(int fd, uint64_t start, uint64_t end, const struct proc_pagemap_query *q,
+		       struct page_region *vec, size_t n, uint64_t *walk_end);
 
 /*
  * The status file of process @pid (@tid 0) or of its thread @tid, into
