@@ -27,7 +27,7 @@
 #include <thp/thp.h>
 
 #include "helpers.h"
-#include "../lib/compat.h"
+#include "compat.h"
 
 #define PROBE_ARG "--inject-probe-thp-disable"
 #define REGION (4 * MiB)
