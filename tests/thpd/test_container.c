@@ -382,13 +382,14 @@ static void test_hostile(void)
 	put("srv/evil.json", "{\"annotations\":{\"libthp.io/thp-policy\":\"never\"}}");
 	mkdirs(relf(PODMAN_OCI, ID('a')));
 	snprintf(path, sizeof(path), "%s/%s", root, relf(PODMAN_OCI, ID('a')));
-	snprintf(target, sizeof(target), "%s/srv/evil.json", root);
+	/* Relative, inside the root: only the refusal of every link stops it. */
+	snprintf(target, sizeof(target), "../../../../../../srv/evil.json");
 	CHECK(symlink(target, path) == 0, "symlink: %s", strerror(errno));
 	c = get("/machine.slice/libpod-%s.scope", ID('a'));
 	CHECK(c && c->policy == -1 && !c->source, "a linked record was read");
 	thpd_ctr_put(c);
 	snprintf(path, sizeof(path), "%s/run/containers/storage/overlay-containers/%s", root, ID('b'));
-	snprintf(target, sizeof(target), "%s/srv", root);
+	snprintf(target, sizeof(target), "../../../../srv");
 	put("srv/userdata/config.json", "{\"annotations\":{\"libthp.io/thp-policy\":\"never\"}}");
 	CHECK(symlink(target, path) == 0, "symlink: %s", strerror(errno));
 	c = get("/machine.slice/libpod-%s.scope", ID('b'));

@@ -218,6 +218,39 @@ static void rule_free(struct thpd_rule *r)
 	free(r->exe);
 	free(r->user);
 	free(r->file);
+	free(r->container_name);
+	free(r->pod_namespace);
+	free(r->pod_name);
+	for (size_t i = 0; i < r->nlabels; i++)
+		free(r->labels[i].key); /* the glob is in the same block */
+	for (size_t i = 0; i < r->nannotations; i++)
+		free(r->annotations[i].key);
+}
+
+bool thpd_rule_has_matcher(const struct thpd_rule *r)
+{
+	return r->cgroup || r->exe || r->user || r->container_name || r->pod_namespace ||
+	       r->pod_name || r->nlabels || r->nannotations;
+}
+
+/* label = KEY=GLOB: one block holds "KEY\0GLOB"; NULL and *@why when wrong. */
+static const char *add_kv_match(struct thpd_kv_match *m, size_t *n, const char *v)
+{
+	const char *eq = strchr(v, '=');
+	char *key;
+
+	if (!eq || eq == v)
+		return "expected KEY=GLOB";
+	if (*n >= THPD_KV_MATCH_MAX)
+		return "too many in one rule (at most 16)";
+	key = strdup(v);
+	if (!key)
+		return "out of memory";
+	key[eq - v] = '\0';
+	m[*n].key = key;
+	m[*n].glob = key + (eq - v) + 1;
+	(*n)++;
+	return NULL;
 }
 
 static int new_rule(struct parse_ctx *p, const char *name)
@@ -373,6 +406,21 @@ static int handler(void *user, const char *section, const char *name, const char
 				add_err(p, line, "user: no such user \"%s\"", value);
 			else
 				set_str(&r->user, value);
+		} else if (!strcmp(name, "container_name")) {
+			set_str(&r->container_name, value);
+		} else if (!strcmp(name, "pod_namespace")) {
+			set_str(&r->pod_namespace, value);
+		} else if (!strcmp(name, "pod_name")) {
+			set_str(&r->pod_name, value);
+		} else if (!strcmp(name, "label") || !strcmp(name, "annotation")) {
+			const char *bad = name[0] == 'l' ? add_kv_match(r->labels, &r->nlabels, value)
+							 : add_kv_match(r->annotations, &r->nannotations, value);
+
+			if (bad)
+				add_err(p, line, "%s: %s, got \"%s\"", name, bad, value);
+		} else if (!strcmp(name, "policy_from_annotation")) {
+			if (parse_bool(value, &r->policy_from_annotation))
+				add_err(p, line, "policy_from_annotation: expected yes or no, got \"%s\"", value);
 		} else if (!strcmp(name, "policy")) {
 			r->policy = POLICY_INVALID;
 			for (i = 0; i <= THPD_IGNORE; i++)
@@ -453,11 +501,16 @@ static void parse_one(struct parse_ctx *p, const char *path)
 	for (i = first; i < p->c->nrules; i++) {
 		struct thpd_rule *ru = &p->c->rules[i];
 
-		if (!ru->cgroup && !ru->exe && !ru->user)
-			add_err(p, ru->line, "rule \"%s\" has no cgroup, exe or user to match", ru->name);
-		if (ru->policy == -1) /* not POLICY_INVALID: that error is said already */
+		if (!thpd_rule_has_matcher(ru))
+			add_err(p, ru->line,
+				"rule \"%s\" has no cgroup, exe, user, container_name, pod_namespace, "
+				"pod_name, label or annotation to match",
+				ru->name);
+		/* not POLICY_INVALID: that error is said already */
+		if (ru->policy == -1 && !ru->policy_from_annotation)
 			add_err(p, ru->line, "rule \"%s\" has no policy", ru->name);
-		if (ru->inject && (ru->policy == THPD_HUGE || ru->policy == THPD_IGNORE))
+		if (ru->inject && !ru->policy_from_annotation &&
+		    (ru->policy == THPD_HUGE || ru->policy == THPD_IGNORE))
 			add_err(p, ru->line, "rule \"%s\": enforce = inject is for never, nohuge and system",
 				ru->name);
 	}
@@ -507,6 +560,9 @@ int thpd_config_load(struct thpd_config *c, const char *file, bool file_optional
 			c->uses_user = true;
 		if (c->rules[i].cgroup)
 			c->uses_cgroup = true;
+		if (c->rules[i].container_name || c->rules[i].pod_namespace || c->rules[i].pod_name ||
+		    c->rules[i].nlabels || c->rules[i].nannotations || c->rules[i].policy_from_annotation)
+			c->uses_container = true;
 	}
 	return p.nerr;
 }
@@ -537,7 +593,8 @@ void thpd_config_print(const struct thpd_config *c, FILE *out)
 
 		fprintf(out, "%zu. [rule %s] (%s:%d) policy=%s", i + 1, r->name, r->file, r->line,
 			thpd_policy_name(r->policy));
-		if (r->policy == THPD_NEVER || r->policy == THPD_NOHUGE || r->policy == THPD_SYSTEM)
+		if (r->policy == THPD_NEVER || r->policy == THPD_NOHUGE || r->policy == THPD_SYSTEM ||
+		    r->policy_from_annotation)
 			fprintf(out, " enforce=%s", r->inject ? "inject" : "report");
 		if (r->cgroup)
 			fprintf(out, " cgroup=%s", r->cgroup);
@@ -545,6 +602,18 @@ void thpd_config_print(const struct thpd_config *c, FILE *out)
 			fprintf(out, " exe=%s", r->exe);
 		if (r->user)
 			fprintf(out, " user=%s(%u)", r->user, (unsigned)r->uid);
+		if (r->container_name)
+			fprintf(out, " container_name=%s", r->container_name);
+		if (r->pod_namespace)
+			fprintf(out, " pod_namespace=%s", r->pod_namespace);
+		if (r->pod_name)
+			fprintf(out, " pod_name=%s", r->pod_name);
+		for (size_t k = 0; k < r->nlabels; k++)
+			fprintf(out, " label=%s=%s", r->labels[k].key, r->labels[k].glob);
+		for (size_t k = 0; k < r->nannotations; k++)
+			fprintf(out, " annotation=%s=%s", r->annotations[k].key, r->annotations[k].glob);
+		if (r->policy_from_annotation)
+			fprintf(out, " policy_from_annotation=yes");
 		if (r->policy == THPD_HUGE)
 			fprintf(out, " max_bytes_per_pass=%llu max_ms_per_pass=%llu",
 				(unsigned long long)r->max_bytes,

@@ -10,6 +10,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "container.h"
 #include "json.h" /* tools/common: utf8_char(), json_escape() */
 #include "thpd.h"
 
@@ -176,8 +177,67 @@ static int by_anon(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/*
+ * The containers that get their own pod and container labels in one
+ * exposition: those of the top processes, the first THPD_METRIC_CONTAINERS
+ * of them; the processes of any other are labelled "other".
+ */
+#define THPD_METRIC_CONTAINERS 100
+struct ctr_set {
+	const struct thpd_ctr *v[THPD_METRIC_CONTAINERS];
+	size_t n;
+};
+
+static void ctr_set_fill(struct ctr_set *cs, const struct thpd_state *st,
+			 const struct thpd_proc **v, size_t n)
+{
+	size_t top = n < st->cfg.top ? n : st->cfg.top;
+
+	cs->n = 0;
+	for (size_t i = 0; i < top && cs->n < THPD_METRIC_CONTAINERS; i++) {
+		const struct thpd_ctr *c = v[i]->id.ctr;
+		size_t k = 0;
+
+		while (c && k < cs->n && cs->v[k] != c)
+			k++;
+		if (c && k == cs->n)
+			cs->v[cs->n++] = c;
+	}
+}
+
+/* ,pod="NAMESPACE/NAME",container="NAME" of a process (both "" outside a container). */
+static void ctr_labels(struct buf *b, const struct ctr_set *cs, const struct thpd_proc *p)
+{
+	const struct thpd_ctr *c = p ? p->id.ctr : NULL;
+	size_t k = 0;
+
+	while (c && k < cs->n && cs->v[k] != c)
+		k++;
+	if (!c) {
+		bprintf(b, ",pod=\"\",container=\"\"");
+		return;
+	}
+	if (k == cs->n) {
+		bprintf(b, ",pod=\"other\",container=\"other\"");
+		return;
+	}
+	bprintf(b, ",pod=\"");
+	if (c->pod_namespace || c->pod_name) {
+		prom_str(b, c->pod_namespace ? c->pod_namespace : "");
+		bprintf(b, "/");
+		prom_str(b, c->pod_name ? c->pod_name : "");
+	}
+	bprintf(b, "\",container=\"");
+	if (c->name)
+		prom_str(b, c->name);
+	else
+		bprintf(b, "%.12s", c->id);
+	bprintf(b, "\"");
+}
+
 static void proc_series(struct buf *b, const struct thpd_state *st, const struct thpd_proc **v,
-			size_t n, const char *name, const char *help, size_t off)
+			size_t n, const struct ctr_set *cs, const char *name, const char *help,
+			size_t off)
 {
 	size_t top = n < st->cfg.top ? n : st->cfg.top;
 
@@ -187,7 +247,9 @@ static void proc_series(struct buf *b, const struct thpd_state *st, const struct
 		prom_str(b, st->cfg.rules[v[i]->rule].name);
 		bprintf(b, "\",pid=\"%d\",comm=\"", (int)v[i]->pid);
 		prom_str(b, v[i]->comm);
-		bprintf(b, "\"} %llu\n",
+		bprintf(b, "\"");
+		ctr_labels(b, cs, v[i]);
+		bprintf(b, "} %llu\n",
 			(unsigned long long)*(const uint64_t *)((const char *)v[i] + off));
 	}
 	/* Past the top N, one "rest" series per rule keeps the cardinality bounded. */
@@ -205,7 +267,8 @@ static void proc_series(struct buf *b, const struct thpd_state *st, const struct
 			continue;
 		bprintf(b, "thpd_%s{rule=\"", name);
 		prom_str(b, st->cfg.rules[r].name);
-		bprintf(b, "\",pid=\"rest\",comm=\"\"} %llu\n", (unsigned long long)sum);
+		bprintf(b, "\",pid=\"rest\",comm=\"\",pod=\"\",container=\"\"} %llu\n",
+			(unsigned long long)sum);
 	}
 }
 
@@ -215,7 +278,7 @@ static void proc_series(struct buf *b, const struct thpd_state *st, const struct
  * without them has no series rather than zeros.
  */
 static void folio_series(struct buf *b, const struct thpd_state *st, const struct thpd_proc **v,
-			 size_t n, bool per_process)
+			 size_t n, const struct ctr_set *cs, bool per_process)
 {
 	size_t top = n < st->cfg.top ? n : st->cfg.top;
 	bool any = false;
@@ -252,7 +315,9 @@ static void folio_series(struct buf *b, const struct thpd_state *st, const struc
 			prom_str(b, st->cfg.rules[v[i]->rule].name);
 			bprintf(b, "\",pid=\"%d\",comm=\"", (int)v[i]->pid);
 			prom_str(b, v[i]->comm);
-			bprintf(b, "\",size=\"%s\"} %llu\n", folio_label(st, k, lab, sizeof(lab)),
+			bprintf(b, "\"");
+			ctr_labels(b, cs, v[i]);
+			bprintf(b, ",size=\"%s\"} %llu\n", folio_label(st, k, lab, sizeof(lab)),
 				(unsigned long long)proc_folio(v[i], k));
 		}
 	}
@@ -272,7 +337,7 @@ static void folio_series(struct buf *b, const struct thpd_state *st, const struc
 		for (int k = -1; k < (int)st->nsizes; k++) {
 			bprintf(b, "thpd_process_folio_bytes{rule=\"");
 			prom_str(b, st->cfg.rules[r].name);
-			bprintf(b, "\",pid=\"rest\",comm=\"\",size=\"%s\"} %llu\n",
+			bprintf(b, "\",pid=\"rest\",comm=\"\",pod=\"\",container=\"\",size=\"%s\"} %llu\n",
 				folio_label(st, k, lab, sizeof(lab)), (unsigned long long)sum[k + 1]);
 		}
 	}
@@ -296,8 +361,10 @@ static char *metrics_text(const struct thpd_state *st, bool per_process, size_t 
 	struct buf b = { 0 };
 	const struct thpd_proc **v;
 	size_t n = collect(st, &v);
+	struct ctr_set cs;
 
 	qsort(v, n, sizeof(*v), by_anon);
+	ctr_set_fill(&cs, st, v, n);
 	rule_series(&b, st, "rule_processes", "gauge", "Processes matched by the rule.",
 		    offsetof(struct thpd_rule, processes));
 	rule_series(&b, st, "rule_anon_bytes", "gauge",
@@ -354,15 +421,15 @@ static char *metrics_text(const struct thpd_state *st, bool per_process, size_t 
 		    "Collapsible memory left by the last pass because a budget was spent.",
 		    offsetof(struct thpd_rule, over_budget));
 	if (per_process) {
-		proc_series(&b, st, v, n, "process_anon_bytes",
+		proc_series(&b, st, v, n, &cs, "process_anon_bytes",
 			    "Resident anonymous memory per process.", offsetof(struct thpd_proc, anon));
-		proc_series(&b, st, v, n, "process_huge_bytes", "Of it, in huge pages, per process.",
+		proc_series(&b, st, v, n, &cs, "process_huge_bytes", "Of it, in huge pages, per process.",
 			    offsetof(struct thpd_proc, huge));
-		proc_series(&b, st, v, n, "process_alignable_bytes",
+		proc_series(&b, st, v, n, &cs, "process_alignable_bytes",
 			    "Anonymous memory that could be huge, per process.",
 			    offsetof(struct thpd_proc, alignable));
 	}
-	folio_series(&b, st, v, n, per_process);
+	folio_series(&b, st, v, n, &cs, per_process);
 	if (st->folio_source >= 0) {
 		head(&b, "folio_sizes_readable", "gauge",
 		     "1 when the last query read folio sizes (pagemap and kpageflags; needs "
@@ -437,6 +504,23 @@ static char *json_text(const struct thpd_state *st, bool per_process, size_t *le
 			(unsigned long long)v[i]->alignable);
 		if (v[i]->sizes_known)
 			folio_json(&b, st, v[i]->folio_base, v[i]->folio_bytes);
+		if (v[i]->id.ctr) {
+			const struct thpd_ctr *c = v[i]->id.ctr;
+			const char *f[] = { c->name, c->pod_namespace, c->pod_name, c->pod_uid };
+			const char *k[] = { "name", "pod_namespace", "pod_name", "pod_uid" };
+
+			bprintf(&b, ",\"container\":{\"runtime\":\"%s\",\"id\":\"%s\"",
+				thpd_runtime_name(c->runtime), c->id);
+			for (size_t j = 0; j < 4; j++) {
+				if (!f[j])
+					continue;
+				bprintf(&b, ",\"%s\":", k[j]);
+				json_str(&b, f[j]);
+			}
+			if (c->policy >= 0)
+				bprintf(&b, ",\"policy_annotation\":\"%s\"", thpd_policy_name(c->policy));
+			bprintf(&b, "}");
+		}
 		bprintf(&b, "}");
 	}
 	{

@@ -81,7 +81,7 @@ void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 		if (secure)
 			return;
 	}
-	if (r->policy == THPD_HUGE && r->own != THPD_OWN_IGNORE) {
+	if (p->policy == THPD_HUGE && r->own != THPD_OWN_IGNORE) {
 		/* From outside: /proc/PID/status and the maps, nobody is stopped. */
 		THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd);
 		int ret = thp_get_default(&o);
@@ -126,17 +126,18 @@ void thpd_inject(struct thpd_proc *p, const struct thpd_rule *r)
 	static const uint32_t pol[] = { [THPD_NEVER] = THP_POLICY_NEVER,
 					[THPD_NOHUGE] = THP_POLICY_NOHUGE,
 					[THPD_SYSTEM] = THP_POLICY_SYSTEM };
-	THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd, .policy = pol[r->policy],
+	/* p->policy: the rule's, or the container's libthp.io/thp-policy. */
+	THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd, .policy = pol[p->policy],
 		 .backend = THP_BACKEND_INJECT);
 	int ret = thp_set_default(&o);
 
 	p->inject_done = true;
 	if (ret < 0)
 		thpd_log(LOG_WARNING, "process %d (%s): rule %s: policy %s not set: %s: %s",
-			 (int)p->pid, p->comm, r->name, thpd_policy_name(r->policy), thp_strerror(ret),
+			 (int)p->pid, p->comm, r->name, thpd_policy_name(p->policy), thp_strerror(ret),
 			 thp_strerror_detail());
 	else
 		thpd_log(LOG_INFO, "process %d (%s): rule %s: policy %s set (%llu mappings advised)",
-			 (int)p->pid, p->comm, r->name, thpd_policy_name(r->policy),
+			 (int)p->pid, p->comm, r->name, thpd_policy_name(p->policy),
 			 (unsigned long long)o.mappings_changed);
 }

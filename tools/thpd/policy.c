@@ -381,18 +381,20 @@ void thpd_pass(struct thpd_state *st)
 				break;
 			}
 			r = &st->cfg.rules[p->rule];
-			if (r->policy == THPD_IGNORE)
+			/* The process's policy: the rule's, or its container's annotation. */
+			if (p->policy == THPD_IGNORE)
 				continue;
-			if (!p->inject_done && !p->skipped && (r->policy == THPD_HUGE || r->inject)) {
+			if (!p->inject_done && !p->skipped &&
+			    (p->policy == THPD_HUGE || (r->inject && p->policy != THPD_IGNORE))) {
 				thpd_check_skip(st, p, r);
-				if (!p->skipped && r->inject)
+				if (!p->skipped && r->inject && p->policy != THPD_HUGE)
 					thpd_inject(p, r);
 				p->inject_done = true;
 			}
-			thpd_measure(st, p, r->policy == THPD_HUGE && !p->skipped);
-			if (!(r->policy == THPD_HUGE && !p->skipped && p->alignable >= p->huge + THPD_EXTENT))
+			thpd_measure(st, p, p->policy == THPD_HUGE && !p->skipped);
+			if (!(p->policy == THPD_HUGE && !p->skipped && p->alignable >= p->huge + THPD_EXTENT))
 				p->catching_up = false; /* nothing left: its sizes may be read again */
-			if (r->policy == THPD_HUGE && !p->skipped && p->next_try <= st->passes &&
+			if (p->policy == THPD_HUGE && !p->skipped && p->next_try <= st->passes &&
 			    p->alignable >= p->huge + THPD_EXTENT) {
 				if (ncand == cap) {
 					size_t ncap = cap ? cap * 2 : 64;
@@ -489,12 +491,12 @@ void thpd_pass(struct thpd_state *st)
 				for (uint32_t k = 0; k < st->nsizes; k++)
 					r->folio_bytes[k] += p->folio_bytes[k];
 			}
-			if ((r->policy == THPD_NEVER || r->policy == THPD_NOHUGE) && p->huge &&
+			if ((p->policy == THPD_NEVER || p->policy == THPD_NOHUGE) && p->huge &&
 			    !p->warned) {
 				p->warned = true;
 				thpd_log(LOG_WARNING,
 					 "process %d (%s): rule %s (policy %s%s) has %llu kB in huge pages",
-					 (int)p->pid, p->comm, r->name, thpd_policy_name(r->policy),
+					 (int)p->pid, p->comm, r->name, thpd_policy_name(p->policy),
 					 r->inject ? "" : ", not enforced",
 					 (unsigned long long)(p->huge >> 10));
 			}

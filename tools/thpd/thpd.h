@@ -44,13 +44,24 @@ struct thpd_rule_stats {
 	uint64_t failures[THPD_NERRNO];
 };
 
+/* label = KEY=GLOB, annotation = KEY=GLOB */
+struct thpd_kv_match {
+	char *key, *glob;
+};
+#define THPD_KV_MATCH_MAX 16 /* label and annotation lines per rule, each */
+
 struct thpd_rule {
 	char *name;
 	char *cgroup; /* glob or NULL */
 	char *exe;    /* glob or NULL */
 	char *user;   /* as written, or NULL */
 	uid_t uid;
-	int policy; /* enum thpd_policy, -1 unset */
+	/* The container's identity (container.h): globs or NULL. */
+	char *container_name, *pod_namespace, *pod_name;
+	struct thpd_kv_match labels[THPD_KV_MATCH_MAX], annotations[THPD_KV_MATCH_MAX];
+	size_t nlabels, nannotations;
+	bool policy_from_annotation; /* libthp.io/thp-policy decides, policy = is the fallback */
+	int policy;		     /* enum thpd_policy, -1 unset */
 	bool inject;
 	bool setuid;
 	int own;		/* enum thpd_own */
@@ -77,8 +88,9 @@ struct thpd_config {
 	bool http_process_metrics; /* per-process figures on HTTP too, not only the socket */
 	struct thpd_rule *rules;
 	size_t nrules;
-	bool uses_user;	  /* some rule matches by user */
-	bool uses_cgroup; /* some rule matches by cgroup */
+	bool uses_user;	     /* some rule matches by user */
+	bool uses_cgroup;    /* some rule matches by cgroup */
+	bool uses_container; /* some rule matches by container or pod */
 };
 
 /* config.c */
@@ -91,13 +103,17 @@ void thpd_config_free(struct thpd_config *c);
 void thpd_config_print(const struct thpd_config *c, FILE *out);
 const char *thpd_policy_name(int policy);
 const char *thpd_own_name(int own); /* own_policy = values */
+/* The rule has something to match a process by. */
+bool thpd_rule_has_matcher(const struct thpd_rule *r);
 
 /* rules.c */
+struct thpd_ctr; /* container.h */
 struct thpd_ident {
 	char cgroup[512];
 	char exe[512];
 	uid_t uid;
 	bool have_cgroup, have_exe, have_uid;
+	struct thpd_ctr *ctr; /* its container, a reference held; NULL: none */
 };
 /* Read what the rules need of PID; -1 when the process is gone. */
 int thpd_ident_read(pid_t pid, const struct thpd_config *c, struct thpd_ident *id);
@@ -105,6 +121,11 @@ int thpd_ident_read(pid_t pid, const struct thpd_config *c, struct thpd_ident *i
 int thpd_ident_cgroup(pid_t pid, struct thpd_ident *id);
 /* Index of the first matching rule, or -1. */
 int thpd_rules_match(const struct thpd_config *c, const struct thpd_ident *id);
+/* The policy rule @r has for the process: its own, or its container's
+ * libthp.io/thp-policy (policy_from_annotation); -1 when it has none. */
+int thpd_rule_policy(const struct thpd_rule *r, const struct thpd_ident *id);
+/* Drop what @id holds (its container reference). */
+void thpd_ident_release(struct thpd_ident *id);
 
 /* procscan.c */
 struct thpd_scan;
@@ -146,7 +167,8 @@ struct thpd_proc {
 	pid_t pid;
 	uint64_t starttime;
 	int pidfd;
-	int rule; /* index into the current rules, -1 unmatched */
+	int rule;   /* index into the current rules, -1 unmatched */
+	int policy; /* what the rule says for it (thpd_rule_policy()) */
 	char comm[32];
 	bool inject_done;      /* a never/nohuge/system rule was applied (or refused) */
 	bool skipped;	       /* setuid or own never/nohuge policy: left alone */
