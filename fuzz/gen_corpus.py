@@ -151,6 +151,10 @@ for name, (mode, old, first, last) in sorted(pe.items()):
 
 # thpd_config: whole configuration files (fuzz_thpd_config.c).
 thpd_config = {
+    'containers': b'[rule pods]\npod_namespace = shop\npod_name = web-*\ncontainer_name = nginx\n'
+                  b'label = app=web*\nlabel = tier=front\nannotation = libthp.io/thp-policy=*\n'
+                  b'policy_from_annotation = yes\nenforce = inject\n[rule bad]\nlabel = x\n'
+                  b'annotation = =y\npolicy_from_annotation = perhaps\n',
     'good': b'; comment\n[daemon]\ninterval_ms = 500\ncpu_budget = 2%\ncatchup_budget = 25%\n'
             b'metrics_file = /run/thpd/metrics.prom\nlisten = 127.0.0.1:9101\ntop_processes = 5\n'
             b'http_process_metrics = yes\n\n[rule db]\ncgroup = /system.slice/db.service\n'
