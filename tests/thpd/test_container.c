@@ -241,6 +241,7 @@ static char *relf(const char *fmt, const char *id)
 }
 
 #define PODMAN_OCI "run/containers/storage/overlay-containers/%s/userdata/config.json"
+#define PODMAN_GRAPH "var/lib/containers/storage/overlay-containers/%s/userdata/config.json"
 #define CONTAINERD_OCI "run/containerd/io.containerd.runtime.v2.task/k8s.io/%s/config.json"
 #define MOBY_OCI "run/containerd/io.containerd.runtime.v2.task/moby/%s/config.json"
 #define DOCKER_V2 "var/lib/docker/containers/%s/config.v2.json"
@@ -259,8 +260,8 @@ static void test_runtimes(void)
 {
 	struct thpd_ctr *c;
 
-	/* podman: annotations in the bundle, the name in containers/storage's list. */
-	put(relf(PODMAN_OCI, ID('1')),
+	/* podman: annotations in the bundle (graph root), the name in containers/storage's list. */
+	put(relf(PODMAN_GRAPH, ID('1')),
 	    "{\"ociVersion\":\"1.0.2\",\"annotations\":{\"io.container.manager\":\"libpod\","
 	    "\"libthp.io/thp-policy\":\"never\",\"app\":\"redis\",\"n\":5}}");
 	put("var/lib/containers/storage/overlay-containers/containers.json",
@@ -273,8 +274,8 @@ static void test_runtimes(void)
 		CHECK(!strcmp(S(thpd_ctr_annotation(c, "app")), "redis"), "podman annotation");
 		CHECK(!thpd_ctr_annotation(c, "n"), "a number kept as an annotation");
 		CHECK(c->policy == THPD_NEVER, "podman policy %d", c->policy);
-		CHECK(c->source && strstr(c->source, "overlay-containers/ID/userdata"), "podman source %s",
-		      S(c->source));
+		CHECK(c->source && strstr(c->source, "var/lib/containers/storage/overlay-containers/ID"),
+		      "podman source %s", S(c->source));
 		thpd_ctr_put(c);
 	}
 	/* CRI-O: the pod in annotations, labels as embedded JSON. */
@@ -460,11 +461,12 @@ static void test_hostile(void)
 		c = get("/machine.slice/libpod-%s.scope", ID('0'));
 		CHECK(c && !c->source, "a record of uid 4321 was read for a root container");
 		thpd_ctr_put(c);
-		/* The same uid's rootless container: its own record is read. */
-		put(relf("run/user/4321/containers/overlay-containers/%s/userdata/config.json", ID('0')),
-		    "{\"annotations\":{\"a\":\"b\"}}");
-		snprintf(path, sizeof(path), "%s/run/user/4321/containers/overlay-containers/%s/userdata/config.json",
-			 root, ID('0'));
+		/* The same uid's rootless container: its crun's status and bundle, its own, are read. */
+		put(relf("run/user/4321/crun/%s/status", ID('0')), "{\"bundle\":\"/home/u/b0\"}");
+		put("home/u/b0/config.json", "{\"annotations\":{\"a\":\"b\"}}");
+		snprintf(path, sizeof(path), "%s/run/user/4321/crun/%s/status", root, ID('0'));
+		CHECK(chown(path, 4321, 4321) == 0, "chown");
+		snprintf(path, sizeof(path), "%s/home/u/b0/config.json", root);
 		CHECK(chown(path, 4321, 4321) == 0, "chown");
 		c = get("/user.slice/user-4321.slice/user@4321.service/user.slice/libpod-%s.scope", ID('0'));
 		CHECK(c && c->source && !strcmp(S(thpd_ctr_annotation(c, "a")), "b"), "rootless record");
@@ -487,7 +489,7 @@ static void test_cache(void)
 	thpd_ctr_put(a);
 	CHECK(thpd_ctr_stats()->entries == 1, "forgotten while a process holds it");
 	/* The record changes (a restart): the new one is read once the last process went. */
-	put(relf(PODMAN_OCI, ID('1')), "{\"annotations\":{\"app\":\"new\"}}");
+	put(relf(PODMAN_GRAPH, ID('1')), "{\"annotations\":{\"app\":\"new\"}}");
 	b = get("/machine.slice/libpod-%s.scope", ID('1'));
 	CHECK(b && !strcmp(S(thpd_ctr_annotation(b, "app")), "redis"), "re-read while held");
 	thpd_ctr_put(b);

@@ -547,11 +547,13 @@ def case_container(args, tmp):
         with open(path, "w") as f:
             json.dump(doc, f)
 
-    oci = "run/containers/storage/overlay-containers/{}/userdata/config.json"
+    # podman 4.3's bundles are in its graph root, CRI-O's in the run root.
+    oci = "var/lib/containers/storage/overlay-containers/{}/userdata/config.json"
+    crio_oci = "run/containers/storage/overlay-containers/{}/userdata/config.json"
     record(oci.format(ids["a"]), {"annotations": {"team": "db", "libthp.io/thp-policy": "never"}})
     record("var/lib/containers/storage/overlay-containers/containers.json",
            [{"id": ids["a"], "names": ["redis"]}, {"id": ids["d"], "names": ["bad"]}])
-    record(oci.format(ids["b"]), {"annotations": {
+    record(crio_oci.format(ids["b"]), {"annotations": {
         "io.kubernetes.pod.namespace": "shop", "io.kubernetes.pod.name": "web-0",
         "io.kubernetes.pod.uid": uid, "io.kubernetes.container.name": "nginx",
         "io.kubernetes.cri-o.Labels": json.dumps({"app": "web-frontend"})}})

@@ -460,28 +460,34 @@ static void read_records(struct thpd_ctr *c, const struct thpd_ctr_ref *ref)
 		break;
 	case THPD_RT_PODMAN:
 	case THPD_RT_CRIO:
-		if (ref->rootless)
+		/* podman keeps the bundle in the graph root; CRI-O in the run root. */
+		if (!ref->rootless) {
 			snprintf(rel, sizeof(rel),
-				 "run/user/%u/containers/overlay-containers/%s/userdata/config.json",
-				 (unsigned)ref->owner, id);
-		else
+				 "var/lib/containers/storage/overlay-containers/%s/userdata/config.json", id);
+			if (read_one(c, ref, rel, thpd_ctr_parse_oci))
+				c->source = "var/lib/containers/storage/overlay-containers/ID/userdata/"
+					    "config.json";
+		}
+		if (!ref->rootless && !c->source) {
 			snprintf(rel, sizeof(rel),
 				 "run/containers/storage/overlay-containers/%s/userdata/config.json", id);
-		if (read_one(c, ref, rel, thpd_ctr_parse_oci)) {
-			c->source = ref->rootless ? "run/user/UID/containers/overlay-containers/ID/"
-						    "userdata/config.json"
-						  : "run/containers/storage/overlay-containers/ID/"
-						    "userdata/config.json";
-		} else {
-			/* Another storage run root: the bundle the OCI runtime recorded. */
-			snprintf(rel, sizeof(rel), "run/crun/%s/status", id);
-			if (read_bundle(c, ref, rel)) {
-				c->source = "run/crun/ID/status";
-			} else {
-				snprintf(rel, sizeof(rel), "run/runc/%s/state.json", id);
-				if (read_bundle(c, ref, rel))
-					c->source = "run/runc/ID/state.json";
-			}
+			if (read_one(c, ref, rel, thpd_ctr_parse_oci))
+				c->source = "run/containers/storage/overlay-containers/ID/userdata/config.json";
+		}
+		/* Rootless, or another storage root: the bundle the OCI runtime
+		 * recorded (a rootless user's runtimes keep theirs in
+		 * /run/user/UID). */
+		for (int i = 0; i < 2 && !c->source; i++) {
+			char state[200];
+
+			snprintf(state, sizeof(state), "%s/%s/%s", i ? "runc" : "crun", id,
+				 i ? "state.json" : "status");
+			if (ref->rootless)
+				snprintf(rel, sizeof(rel), "run/user/%u/%s", (unsigned)ref->owner, state);
+			else
+				snprintf(rel, sizeof(rel), "run/%s", state);
+			if (read_bundle(c, ref, rel))
+				c->source = i ? "runc's state.json" : "crun's status";
 		}
 		/* Podman's names are in containers/storage's list, not the bundle. */
 		if (c->runtime == THPD_RT_PODMAN && !ref->rootless)
