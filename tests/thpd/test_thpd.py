@@ -626,6 +626,60 @@ def case_container(args, tmp):
             except OSError:
                 pass
 
+
+def case_container_cap(args, tmp):
+    """The pod and container labels of at most 100 containers per exposition:
+    102 containers (docker-named cgroups, no records) among the top
+    processes, 100 of them by their IDs, the rest as "other"."""
+    root = cgroup2_root()
+    if not root:
+        print("no cgroup v2 mount")
+        return SKIP
+    n = 102
+    top = os.path.join(root, f"thpd-test-{os.getpid()}")
+    sleeper = os.path.join(tmp, "sl")
+    shutil.copy(shutil.which("sleep"), sleeper)
+    d = Daemon(args, tmp, f"[daemon]\ntop_processes = 200\n[rule s]\nexe = {sleeper}\npolicy = ignore\n")
+    procs, made = [], []
+    try:
+        os.mkdir(top)
+        made.append(top)
+        for i in range(n):
+            cid = f"{i:04x}{os.getpid():08x}" + "0" * 52
+            cg = os.path.join(top, f"docker-{cid}.scope")
+            os.mkdir(cg)
+            made.append(cg)
+            p = subprocess.Popen([sleeper, "600"])
+            procs.append((p, cid))
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(p.pid))
+        os.mkdir(os.path.join(tmp, "empty"))
+        d.start(env=dict(os.environ, THPD_TEST_CONTAINER_ROOT=os.path.join(tmp, "empty")))
+        d.wait_passes(2)
+        text = d.query("metrics")
+        promtool_check(text)
+        labels = {}
+        for p, cid in procs:
+            line = [ln for ln in text.splitlines()
+                    if ln.startswith("thpd_process_anon_bytes{") and f'pid="{p.pid}"' in ln]
+            check(len(line) == 1, f"process {p.pid}: {line}")
+            m = re.search(r'pod="([^"]*)",container="([^"]*)"', line[0])
+            check(m, f"no pod and container labels: {line[0]}")
+            labels[p.pid] = m.groups()
+            check(m.group(2) in (cid[:12], "other"), f"container label {m.group(2)}, id {cid}")
+        own = [v for v in labels.values() if v[1] != "other"]
+        check(len(own) == 100 and len(set(own)) == 100, f"{len(own)} containers with their own labels")
+        check(list(labels.values()).count(("other", "other")) == n - 100,
+              f"{list(labels.values()).count(('other', 'other'))} processes labelled other")
+    finally:
+        for p, _ in procs:
+            p.kill()
+            p.wait()
+        d.stop()
+        for cg in reversed(made):
+            wait_for(lambda: not open(os.path.join(cg, "cgroup.procs")).read(), 5)
+            os.rmdir(cg)
+
 def case_user(args, tmp):
     os.chmod(tmp, 0o755)
     exe = copy_workload(args, tmp, "wl-user")
