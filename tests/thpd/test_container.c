@@ -6,7 +6,9 @@
  * files, bad JSON, deep nesting, bytes that are not UTF-8, foreign
  * owners).  With --bench N: the cost of a new container, N of them.
  */
+#ifndef _GNU_SOURCE /* the fuzz build defines it */
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>

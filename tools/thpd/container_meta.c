@@ -6,7 +6,9 @@
  * records may be written by the container's owner (rootless podman) or
  * shaped by whoever wrote the pod spec: every byte is untrusted.
  */
+#ifndef _GNU_SOURCE /* the fuzz build defines it */
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
