@@ -295,7 +295,7 @@ def case_config(args, tmp):
     r = subprocess.run([args.thpd, "--check-config", "--config", ctr, "--config-dir",
                         os.path.join(tmp, "none.d")], capture_output=True, text=True)
     check(r.returncode == 0 and "1. [rule k] (" in r.stdout and
-          "policy=unset enforce=inject container_name=redis pod_namespace=prod-* pod_name=r-* "
+          "policy=annotation enforce=inject container_name=redis pod_namespace=prod-* pod_name=r-* "
           "label=app=db* label=tier=x annotation=a/b=c policy_from_annotation=yes" in r.stdout,
           f"container keys printed:\n{r.stdout}{r.stderr}")
 
@@ -608,6 +608,8 @@ def case_container(args, tmp):
               f"the invalid annotation not logged exactly once: {log}")
         check(log.count("policy never set") == 1, f"a injected {log.count('policy never set')} times")
         rules = d.query("rules")
+        check(metric(text, "thpd_rule_policy_enforced", rule="annotated", policy="annotation") == 1,
+              "the annotated rule's policy label")
         check("annotation=team=d? policy_from_annotation=yes" in rules and
               "container_name=nginx pod_namespace=shop pod_name=web-* label=app=web-*" in rules,
               f"rules: {rules}")

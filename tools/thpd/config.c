@@ -24,6 +24,12 @@ const char *thpd_policy_name(int policy)
 	return policy >= 0 && policy <= THPD_IGNORE ? policy_names[policy] : "unset";
 }
 
+const char *thpd_rule_policy_name(const struct thpd_rule *r)
+{
+	/* policy_from_annotation without a policy of its own: the annotation alone. */
+	return r->policy < 0 && r->policy_from_annotation ? "annotation" : thpd_policy_name(r->policy);
+}
+
 const char *thpd_own_name(int own)
 {
 	static const char *const names[] = { [THPD_OWN_VISIBLE] = "visible",
@@ -592,7 +598,7 @@ void thpd_config_print(const struct thpd_config *c, FILE *out)
 		const struct thpd_rule *r = &c->rules[i];
 
 		fprintf(out, "%zu. [rule %s] (%s:%d) policy=%s", i + 1, r->name, r->file, r->line,
-			thpd_policy_name(r->policy));
+			thpd_rule_policy_name(r));
 		if (r->policy == THPD_NEVER || r->policy == THPD_NOHUGE || r->policy == THPD_SYSTEM ||
 		    r->policy_from_annotation)
 			fprintf(out, " enforce=%s", r->inject ? "inject" : "report");

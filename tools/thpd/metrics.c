@@ -382,7 +382,7 @@ static char *metrics_text(const struct thpd_state *st, bool per_process, size_t 
 
 		bprintf(&b, "thpd_rule_policy_enforced{rule=\"");
 		prom_str(&b, r->name);
-		bprintf(&b, "\",policy=\"%s\"} %d\n", thpd_policy_name(r->policy),
+		bprintf(&b, "\",policy=\"%s\"} %d\n", thpd_rule_policy_name(r),
 			r->policy == THPD_HUGE || r->inject);
 	}
 	head(&b, "rule_noncompliant_huge_bytes", "gauge",
@@ -474,7 +474,7 @@ static char *json_text(const struct thpd_state *st, bool per_process, size_t *le
 		json_str(&b, r->name);
 		bprintf(&b, ",\"policy\":\"%s\",\"enforced\":%s,\"processes\":%llu,\"anon_bytes\":%llu,"
 			    "\"huge_bytes\":%llu,\"alignable_bytes\":%llu,\"collapses\":%llu",
-			thpd_policy_name(r->policy),
+			thpd_rule_policy_name(r),
 			r->policy == THPD_HUGE || r->inject ? "true" : "false",
 			(unsigned long long)r->processes, (unsigned long long)r->anon,
 			(unsigned long long)r->huge, (unsigned long long)r->alignable,

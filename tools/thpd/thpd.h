@@ -103,6 +103,9 @@ void thpd_config_free(struct thpd_config *c);
 void thpd_config_print(const struct thpd_config *c, FILE *out);
 const char *thpd_policy_name(int policy);
 const char *thpd_own_name(int own); /* own_policy = values */
+/* A rule's policy = as the rules list and the metrics show it ("annotation": none but
+ * policy_from_annotation). */
+const char *thpd_rule_policy_name(const struct thpd_rule *r);
 /* The rule has something to match a process by. */
 bool thpd_rule_has_matcher(const struct thpd_rule *r);
 
