@@ -441,7 +441,7 @@ static bool read_bundle(struct thpd_ctr *c, const struct thpd_ctr_ref *ref, cons
 	return read_one(c, ref, rel, thpd_ctr_parse_oci);
 }
 
-static const char *const containerd_oci = "run/containerd/io.containerd.runtime.v2.task/%s/%s/config.json";
+#define CONTAINERD_OCI "run/containerd/io.containerd.runtime.v2.task/%s/%s/config.json"
 
 /* Every record the runtime keeps of the container: what was found. */
 static void read_records(struct thpd_ctr *c, const struct thpd_ctr_ref *ref)
@@ -456,7 +456,7 @@ static void read_records(struct thpd_ctr *c, const struct thpd_ctr_ref *ref)
 		snprintf(rel, sizeof(rel), "var/lib/docker/containers/%s/config.v2.json", id);
 		if (read_one(c, ref, rel, thpd_ctr_parse_docker))
 			c->source = "var/lib/docker/containers/ID/config.v2.json";
-		snprintf(rel, sizeof(rel), containerd_oci, "moby", id);
+		snprintf(rel, sizeof(rel), CONTAINERD_OCI, "moby", id);
 		if (read_one(c, ref, rel, thpd_ctr_parse_oci) && !c->source)
 			c->source = "run/containerd/io.containerd.runtime.v2.task/moby/ID/config.json";
 		break;
@@ -498,7 +498,7 @@ static void read_records(struct thpd_ctr *c, const struct thpd_ctr_ref *ref)
 		break;
 	case THPD_RT_CONTAINERD:
 	case THPD_RT_KUBEPODS:
-		snprintf(rel, sizeof(rel), containerd_oci, "k8s.io", id);
+		snprintf(rel, sizeof(rel), CONTAINERD_OCI, "k8s.io", id);
 		if (read_one(c, ref, rel, thpd_ctr_parse_oci)) {
 			c->runtime = THPD_RT_CONTAINERD;
 			c->source = "run/containerd/io.containerd.runtime.v2.task/k8s.io/ID/config.json";
