@@ -454,6 +454,19 @@ static void test_hostile(void)
 					       "b"),
 	      "non-UTF-8 name: %s", S(c ? c->name : NULL));
 	thpd_ctr_put(c);
+	/* A user's cgroup named after root's container: none of root's records
+	 * is read for it, and it shares no cache entry with the real one. */
+	{
+		struct thpd_ctr *real, *fake;
+
+		put(relf(DOCKER_V2, ID('7')), "{\"Name\":\"/db\",\"Config\":{\"Labels\":{\"a\":\"b\"}}}");
+		real = get("/system.slice/docker-%s.scope", ID('7'));
+		fake = get("/user.slice/user-4321.slice/user@4321.service/app.slice/docker-%s.scope", ID('7'));
+		CHECK(real && real->name && fake && fake != real && !fake->name && !fake->nlabels && !fake->source,
+		      "a rootless cgroup named after root's container got its identity");
+		thpd_ctr_put(real);
+		thpd_ctr_put(fake);
+	}
 	/* Another user's record for a root container: not read (when root can tell). */
 	if (geteuid() == 0) {
 		c = podman_with('0', "{\"annotations\":{\"a\":\"b\"}}", 25);

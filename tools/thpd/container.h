@@ -51,6 +51,8 @@ struct thpd_kv {
 
 struct thpd_ctr {
 	char id[THPD_CTR_ID_LEN + 1];
+	bool rootless; /* the cache's key is the ID and these two */
+	uid_t owner;
 	int runtime;					 /* enum thpd_runtime, THPD_RT_KUBEPODS resolved when a record is found */
 	char *name, *pod_namespace, *pod_name, *pod_uid; /* NULL when unknown */
 	struct thpd_kv *labels;				 /* malloc'd, nlabels of them */
@@ -102,7 +104,9 @@ void thpd_ctr_put(struct thpd_ctr *c);
 const struct thpd_ctr_stats *thpd_ctr_stats(void);
 
 /* A record under @root, never through a link, at most THPD_CTR_RECORD_MAX
- * bytes, owned by root, the caller or @owner: its length, or -errno. */
-ssize_t thpd_ctr_read_record(int rootfd, const char *rel, uid_t owner, char **out);
+ * bytes, owned by root or the caller, or with @rootless by @owner alone (a
+ * user who names a cgroup after another's container reads no record of
+ * it): its length, or -errno. */
+ssize_t thpd_ctr_read_record(int rootfd, const char *rel, bool rootless, uid_t owner, char **out);
 
 #endif

@@ -301,7 +301,7 @@ static int open_beneath(int rootfd, const char *rel)
 	return fd;
 }
 
-ssize_t thpd_ctr_read_record(int rootfd, const char *rel, uid_t owner, char **out)
+ssize_t thpd_ctr_read_record(int rootfd, const char *rel, bool rootless, uid_t owner, char **out)
 {
 	struct stat sb;
 	char *buf;
@@ -317,7 +317,7 @@ ssize_t thpd_ctr_read_record(int rootfd, const char *rel, uid_t owner, char **ou
 		errno = EINVAL;
 		goto fail;
 	}
-	if (sb.st_uid != 0 && sb.st_uid != geteuid() && sb.st_uid != owner) {
+	if (rootless ? sb.st_uid != owner : sb.st_uid != 0 && sb.st_uid != geteuid()) {
 		errno = EPERM;
 		goto fail;
 	}
@@ -414,7 +414,7 @@ static bool read_one(struct thpd_ctr *c, const struct thpd_ctr_ref *ref, const c
 		     int (*parse)(struct thpd_ctr *, const char *, size_t))
 {
 	char *text;
-	ssize_t n = thpd_ctr_read_record(cache.rootfd, rel, ref->rootless ? ref->owner : 0, &text);
+	ssize_t n = thpd_ctr_read_record(cache.rootfd, rel, ref->rootless, ref->owner, &text);
 	bool ok;
 
 	if (n < 0)
@@ -428,7 +428,7 @@ static bool read_one(struct thpd_ctr *c, const struct thpd_ctr_ref *ref, const c
 static bool read_bundle(struct thpd_ctr *c, const struct thpd_ctr_ref *ref, const char *state)
 {
 	char *text, bundle[512], rel[600];
-	ssize_t n = thpd_ctr_read_record(cache.rootfd, state, ref->rootless ? ref->owner : 0, &text);
+	ssize_t n = thpd_ctr_read_record(cache.rootfd, state, ref->rootless, ref->owner, &text);
 	int r;
 
 	if (n < 0)
@@ -554,7 +554,10 @@ struct thpd_ctr *thpd_ctr_get(const char *cgroup_text)
 	if (cache.rootfd < 0 || !thpd_ctr_parse_proc_cgroup(cgroup_text, &ref))
 		return NULL;
 	pp = &cache.hash[hash_of(ref.id)];
-	for (c = *pp; c && strcmp(c->id, ref.id); c = c->next)
+	/* A rootless user's cgroup named after another's container is another entry. */
+	for (c = *pp; c && (strcmp(c->id, ref.id) || c->rootless != ref.rootless ||
+			    (c->rootless && c->owner != ref.owner));
+	     c = c->next)
 		;
 	if (c) {
 		if (!c->source && mono_ns() - c->read_mono_ns >= RETRY_NS)
@@ -568,6 +571,8 @@ struct thpd_ctr *thpd_ctr_get(const char *cgroup_text)
 	if (!c)
 		return NULL;
 	memcpy(c->id, ref.id, sizeof(c->id));
+	c->rootless = ref.rootless;
+	c->owner = ref.owner;
 	fill(c, &ref);
 	c->refs = 1;
 	c->next = *pp;
