@@ -571,7 +571,8 @@ def case_container(args, tmp):
         for k, cg in cgs.items():
             os.makedirs(cg)
             made.append(cg)
-            ws[k] = Workload(exe, 64 if k == "b" else 8)
+            # a: huge pages before thpd comes (MADV_HUGEPAGE), which its never keeps.
+            ws[k] = Workload(exe, 64 if k == "b" else 8, extra=("0", "huge") if k == "a" else ())
             with open(os.path.join(cg, "cgroup.procs"), "w") as f:
                 f.write(str(ws[k].pid))
         env = dict(os.environ, THPD_TEST_CONTAINER_ROOT=fake)
@@ -610,6 +611,11 @@ def case_container(args, tmp):
         rules = d.query("rules")
         check(metric(text, "thpd_rule_policy_enforced", rule="annotated", policy="annotation") == 1,
               "the annotated rule's policy label")
+        # The never of the annotation counts a's huge pages as noncompliant.
+        a_huge = a.huge()
+        check(a_huge > 0 and metric(text, "thpd_rule_noncompliant_huge_bytes", rule="annotated") == a_huge,
+              f"noncompliant: {metric(text, 'thpd_rule_noncompliant_huge_bytes', rule='annotated')}, "
+              f"a has {a_huge} bytes huge")
         check("annotation=team=d? policy_from_annotation=yes" in rules and
               "container_name=nginx pod_namespace=shop pod_name=web-* label=app=web-*" in rules,
               f"rules: {rules}")

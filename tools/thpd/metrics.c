@@ -386,14 +386,13 @@ static char *metrics_text(const struct thpd_state *st, bool per_process, size_t 
 			r->policy == THPD_HUGE || r->inject);
 	}
 	head(&b, "rule_noncompliant_huge_bytes", "gauge",
-	     "Huge memory found in processes whose rule says never or nohuge.");
+	     "Huge memory found in processes whose rule (or container annotation) says never or nohuge.");
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
 		const struct thpd_rule *r = &st->cfg.rules[i];
-		bool no = r->policy == THPD_NEVER || r->policy == THPD_NOHUGE;
 
 		bprintf(&b, "thpd_rule_noncompliant_huge_bytes{rule=\"");
 		prom_str(&b, r->name);
-		bprintf(&b, "\"} %llu\n", (unsigned long long)(no ? r->huge : 0));
+		bprintf(&b, "\"} %llu\n", (unsigned long long)r->noncompliant);
 	}
 	head(&b, "collapses_total", "counter", "2 MiB extents collapsed by the daemon.");
 	for (size_t i = 0; i < st->cfg.nrules; i++) {

@@ -366,6 +366,7 @@ void thpd_pass(struct thpd_state *st)
 		struct thpd_rule *r = &st->cfg.rules[i];
 
 		r->processes = r->anon = r->huge = r->alignable = r->over_budget = 0;
+		r->noncompliant = 0;
 		r->folio_procs = r->folio_base = 0;
 		memset(r->folio_bytes, 0, sizeof(r->folio_bytes));
 	}
@@ -491,6 +492,9 @@ void thpd_pass(struct thpd_state *st)
 				for (uint32_t k = 0; k < st->nsizes; k++)
 					r->folio_bytes[k] += p->folio_bytes[k];
 			}
+			/* By the process's policy: an annotation's never under a huge rule counts. */
+			if (p->policy == THPD_NEVER || p->policy == THPD_NOHUGE)
+				r->noncompliant += p->huge;
 			if ((p->policy == THPD_NEVER || p->policy == THPD_NOHUGE) && p->huge &&
 			    !p->warned) {
 				p->warned = true;

@@ -73,6 +73,7 @@ struct thpd_rule {
 	struct thpd_rule_stats stats; /* carried over a reload by name */
 	/* Figures of the last pass. */
 	uint64_t processes, anon, huge, alignable, over_budget;
+	uint64_t noncompliant; /* huge bytes of its processes whose policy is never or nohuge */
 	/* Anonymous bytes by folio size, summed over the processes whose sizes
 	 * are known (folio_procs of them): base pages, then thpd_state.sizes[]. */
 	uint64_t folio_procs, folio_base, folio_bytes[THP_PROBE_MAX_SIZES];
