@@ -93,6 +93,7 @@ static char *json_text(const struct thpd_state *st, bool per_process, size_t *le
 			if (c->policy >= 0)
 				thpd_bprintf(&b, ",\"policy_annotation\":\"%s\"",
 					     thpd_rule_policy_name(c->policy));
+			thpd_bprintf(&b, "}");
 		}
 		thpd_bprintf(&b, "}");
 	}
