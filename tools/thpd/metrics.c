@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* thpd: what it exposes: Prometheus text, the status JSON and the rule list. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <thp/thp.h>
 
 #include "json.h" /* tools/common: utf8_char(), json_escape() */
 #include "thpd.h"
@@ -115,6 +120,60 @@ static void bput(void *b, const char *p, size_t n)
 static void json_str(struct buf *b, const char *s)
 {
 	json_escape(s, bput, b);
+}
+
+void thpd_note_reload(struct thpd_state *st, bool ok)
+{
+	struct timespec ts;
+
+	st->reload_ok = ok;
+	if (ok && clock_gettime(CLOCK_REALTIME, &ts) == 0)
+		st->reload_ok_time_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Open descriptors of the daemon (the standard process_open_fds); -1 when unknown. */
+static long open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	long n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the listing's own descriptor */
+}
+
+/* The daemon's start, seconds since the epoch (process_start_time_seconds); 0 when unknown. */
+static double start_time_s(void)
+{
+	char buf[1024], *p;
+	unsigned long long start = 0, btime = 0;
+	long tck = sysconf(_SC_CLK_TCK);
+	FILE *f;
+	int i;
+
+	f = fopen("/proc/self/stat", "re");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	p = p ? strrchr(buf, ')') : NULL;
+	/* Field 22 is starttime: 20 spaces after the ")" that ends field 2. */
+	for (i = 0; p && i < 20; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %llu", &start) != 1 || tck <= 0)
+		return 0;
+	f = fopen("/proc/stat", "re");
+	if (!f)
+		return 0;
+	while (fgets(buf, sizeof(buf), f))
+		if (sscanf(buf, "btime %llu", &btime) == 1)
+			break;
+	fclose(f);
+	return btime ? (double)btime + (double)start / (double)tck : 0;
 }
 
 static void head(struct buf *b, const char *name, const char *type, const char *help)
@@ -370,14 +429,38 @@ static char *metrics_text(const struct thpd_state *st, bool per_process, size_t 
 		bprintf(&b, "thpd_folio_sizes_readable %d\n",
 			st->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS);
 	}
-	head(&b, "cpu_seconds_total", "counter", "CPU time the daemon used.");
-	bprintf(&b, "thpd_cpu_seconds_total %.6f\n", (double)thpd_cpu_ns() / 1e9);
 	head(&b, "pass_duration_seconds", "gauge", "Wall time of the last pass.");
 	bprintf(&b, "thpd_pass_duration_seconds %.6f\n", st->last_pass_s);
 	head(&b, "passes_total", "counter", "Passes done.");
 	bprintf(&b, "thpd_passes_total %llu\n", (unsigned long long)st->passes);
-	head(&b, "rss_bytes", "gauge", "Resident memory of the daemon.");
-	bprintf(&b, "thpd_rss_bytes %llu\n", (unsigned long long)thpd_rss_bytes());
+	head(&b, "build_info", "gauge", "Always 1; the version of thpd and of the libthp it runs with.");
+	bprintf(&b, "thpd_build_info{version=\"%d.%d.%d\",libthp=\"", THP_VERSION_MAJOR,
+		THP_VERSION_MINOR, THP_VERSION_PATCH);
+	prom_str(&b, thp_version());
+	bprintf(&b, "\"} 1\n");
+	head(&b, "config_last_reload_successful", "gauge",
+	     "1 when the last configuration load (start or reload) succeeded.");
+	bprintf(&b, "thpd_config_last_reload_successful %d\n", st->reload_ok);
+	head(&b, "config_last_reload_success_timestamp_seconds", "gauge",
+	     "When the configuration was last loaded successfully, seconds since the epoch.");
+	bprintf(&b, "thpd_config_last_reload_success_timestamp_seconds %.3f\n", st->reload_ok_time_s);
+	/* The standard process metrics of Prometheus client libraries, by their names. */
+	bprintf(&b, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+		    "# TYPE process_cpu_seconds_total counter\n"
+		    "process_cpu_seconds_total %.6f\n",
+		(double)thpd_cpu_ns() / 1e9);
+	bprintf(&b, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+		    "# TYPE process_resident_memory_bytes gauge\n"
+		    "process_resident_memory_bytes %llu\n",
+		(unsigned long long)thpd_rss_bytes());
+	bprintf(&b, "# HELP process_open_fds Number of open file descriptors.\n"
+		    "# TYPE process_open_fds gauge\n"
+		    "process_open_fds %ld\n",
+		open_fds());
+	bprintf(&b, "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+		    "# TYPE process_start_time_seconds gauge\n"
+		    "process_start_time_seconds %.2f\n",
+		start_time_s());
 	free(v);
 	return bdone(&b, len);
 }

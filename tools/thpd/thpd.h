@@ -201,6 +201,8 @@ struct thpd_state {
 	uint64_t sizes[THP_PROBE_MAX_SIZES];
 	int folio_source; /* of the last query: enum thp_folio_source, -1 none yet */
 	bool folio_none_logged;
+	bool reload_ok;		 /* the last configuration load (start or SIGHUP) succeeded */
+	double reload_ok_time_s; /* CLOCK_REALTIME of the last successful load */
 };
 
 /* policy.c */
@@ -223,6 +225,8 @@ void thpd_refresh(struct thpd_state *st);
 void thpd_consider(struct thpd_state *st, pid_t pid);
 
 /* metrics.c: text into a malloc'd buffer; NULL on out of memory. */
+/* A configuration load (start or reload) ended: @ok, and when, for the reload metrics. */
+void thpd_note_reload(struct thpd_state *st, bool ok);
 char *thpd_metrics_text(const struct thpd_state *st, size_t *len);
 char *thpd_json_text(const struct thpd_state *st, size_t *len);
 /* For HTTP: without per-process figures unless http_process_metrics = yes. */
