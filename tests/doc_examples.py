@@ -14,6 +14,8 @@
 - every ```go block of README.md (with --go) is a main package built
   against bindings/go and the built library, offline, and run: it must
   exit 0;
+- every ```yaml block of README.md is a Kubernetes manifest that
+  tests/deploy/k8s_validate.py finds valid against the API's schema;
 - every thpctl command line of README.md's ```sh blocks and of thpctl(1)'s
   EXAMPLES runs with the build's thpctl, PID placeholders replaced by a
   sleeping child of this script: it must not be refused as a bad command
@@ -36,7 +38,7 @@ import textwrap
 
 CI = os.environ.get("CI") == "true"
 failures = []
-checked = {"c": 0, "python": 0, "go": 0, "thpctl": 0}
+checked = {"c": 0, "python": 0, "go": 0, "thpctl": 0, "yaml": 0}
 
 
 def fail(what, why, text=""):
@@ -168,6 +170,23 @@ def check_go(what, code, args, tmp):
         print("ok   %s (Go): %s" % (what, r.stdout.strip().split("\n")[-1]))
 
 
+def check_yaml(what, text, args):
+    """A Kubernetes manifest, against the API's schema (tests/deploy/k8s_validate.py)."""
+    sys.path.insert(0, os.path.join(args.source, "tests", "deploy"))
+    try:
+        import k8s_validate
+    except ImportError as e:
+        if CI:
+            fail(what, "cannot check the manifest: %s (python3-kubernetes)" % e)
+        else:
+            print("%s: not checked, %s (Debian: python3-kubernetes)" % (what, e))
+        return
+    checked["yaml"] += 1
+    errors = k8s_validate.check_text(text, what)
+    if errors:
+        fail(what, "not a valid Kubernetes manifest", "\n".join(errors))
+
+
 def thpctl_lines(text):
     """The thpctl command lines in a shell block (prompts, ExecStart= and
     comments removed)."""
@@ -249,6 +268,8 @@ def main():
                     check_python(what, text, args, tmp)
                 elif lang == "go" and args.go:
                     check_go(what, text, args, tmp)
+                elif lang == "yaml":
+                    check_yaml(what, text, args)
                 elif lang == "sh":
                     for cmd in thpctl_lines(text):
                         check_thpctl(what, cmd, args, target.pid)
@@ -266,10 +287,11 @@ def main():
         target.wait()
 
     print("checked %(c)d C programs, %(python)d Python blocks, %(go)d Go programs, "
-          "%(thpctl)d thpctl command lines" % checked)
+          "%(thpctl)d thpctl command lines, %(yaml)d Kubernetes manifests" % checked)
     # An extractor that finds nothing would pass everything.
     if checked["c"] < 9 or checked["thpctl"] < 5 or \
-       (not args.no_python and checked["python"] < 1) or (args.go and checked["go"] < 1):
+       (not args.no_python and checked["python"] < 1) or (args.go and checked["go"] < 1) or \
+       (CI and checked["yaml"] < 1):
         fail("extraction", "fewer examples found than README and man/ hold")
     if failures:
         print("%d example(s) failed" % len(failures))

@@ -22,6 +22,13 @@ so=$(find "$dest" -name 'libthp.so.*' -print -quit)
 [ -n "$so" ] || fail "libthp.so.* not installed"
 libdir=$(dirname "$so")
 [ -e "$libdir/libthp.so" ] || fail "libthp.so development link not installed"
+# thp-oci-hook and the hooks.d file that podman and CRI-O read, naming it.
+hook=$(find "$dest" -path '*/libthp/thp-oci-hook' -print -quit)
+[ -n "$hook" ] && [ -x "$hook" ] || fail "thp-oci-hook not installed"
+hooks_json=$(find "$dest" -path '*/share/containers/oci/hooks.d/libthp.json' -print -quit)
+[ -n "$hooks_json" ] || fail "hooks.d/libthp.json not installed"
+grep -q "\"path\": \"${hook#"$dest"}\"" "$hooks_json" ||
+	fail "hooks.d/libthp.json does not name ${hook#"$dest"}"
 
 cat > "$tmp/prog.c" <<'PROG'
 #include <stdio.h>

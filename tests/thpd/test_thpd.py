@@ -373,6 +373,23 @@ def case_reload(args, tmp):
         check(http_get(port, "/nothing")[0] == 404, "GET /nothing not 404")
         check(d.query("what").startswith("error:"), "unknown socket request not refused")
         check("[rule first]" in d.query("rules"), "first rules")
+        text = d.query("metrics")
+        first_ok = metric(text, "thpd_config_last_reload_success_timestamp_seconds")
+        check(metric(text, "thpd_config_last_reload_successful") == 1
+              and first_ok is not None and abs(first_ok - time.time()) < 600,
+              "start not reported as a successful load: %s" % first_ok)
+        check(metric(text, "process_start_time_seconds") is not None
+              and abs(metric(text, "process_start_time_seconds") - first_ok) < 60,
+              "process_start_time_seconds not the daemon's start")
+        # The scrape's own connection is open while thpd counts.
+        fds = len(os.listdir("/proc/%d/fd" % d.p.pid))
+        check(metric(text, "process_open_fds") in (fds, fds + 1),
+              "process_open_fds %s, /proc/PID/fd has %d" % (metric(text, "process_open_fds"), fds))
+        check(metric(text, "process_resident_memory_bytes") and metric(text, "process_cpu_seconds_total")
+              is not None and metric(text, "thpd_build_info") == 1, "process_* or build_info missing")
+        check(metric(text, "thpd_cpu_seconds_total") is None and metric(text, "thpd_rss_bytes") is None,
+              "the old names thpd_cpu_seconds_total, thpd_rss_bytes still there")
+        time.sleep(0.01)
         with open(d.conf, "w") as f:
             f.write("[rule second]\nexe = /nonexistent/second\npolicy = hugeish\n")
         d.p.send_signal(signal.SIGHUP)
@@ -382,11 +399,19 @@ def case_reload(args, tmp):
               "error not at err priority")
         check("[rule first]" in d.query("rules") and "second" not in d.query("rules"),
               "old rules not kept after a broken reload")
+        text = d.query("metrics")
+        check(metric(text, "thpd_config_last_reload_successful") == 0
+              and metric(text, "thpd_config_last_reload_success_timestamp_seconds") == first_ok,
+              "a broken reload not reported as failed, or its time taken as a success")
         with open(d.conf, "w") as f:
             f.write("[rule second]\nexe = /nonexistent/second\npolicy = never\n")
         d.p.send_signal(signal.SIGHUP)
         check(wait_for(lambda: "[rule second]" in d.query("rules"), 5), "fixed rules not loaded")
         check("[rule first]" not in d.query("rules"), "old rule still there")
+        text = d.query("metrics")
+        check(metric(text, "thpd_config_last_reload_successful") == 1
+              and metric(text, "thpd_config_last_reload_success_timestamp_seconds") > first_ok,
+              "a good reload after a broken one not reported as successful")
     finally:
         d.stop()
     check(d.p.returncode == 0, f"SIGTERM: exit {d.p.returncode}")

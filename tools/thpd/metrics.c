@@ -4,6 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <thp/thp.h>
+
 #include "clock_ns.h" /* lib/: clock_ns() */
 #include "container.h"
 #include "json.h" /* tools/common: utf8_char() */
@@ -325,14 +327,38 @@ static char *metrics_text(const struct thpd_state *st, bool per_process, size_t 
 		thpd_bprintf(&b, "thpd_folio_sizes_readable %d\n",
 			     st->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS);
 	}
-	head(&b, "cpu_seconds_total", "counter", "CPU time the daemon used.");
-	thpd_bprintf(&b, "thpd_cpu_seconds_total %.6f\n", (double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e9);
 	head(&b, "pass_duration_seconds", "gauge", "Wall time of the last pass.");
 	thpd_bprintf(&b, "thpd_pass_duration_seconds %.6f\n", st->last_pass_s);
 	head(&b, "passes_total", "counter", "Passes done.");
 	thpd_bprintf(&b, "thpd_passes_total %llu\n", (unsigned long long)st->passes);
-	head(&b, "rss_bytes", "gauge", "Resident memory of the daemon.");
-	thpd_bprintf(&b, "thpd_rss_bytes %llu\n", (unsigned long long)thpd_rss_bytes());
+	head(&b, "build_info", "gauge", "Always 1; the version of thpd and of the libthp it runs with.");
+	thpd_bprintf(&b, "thpd_build_info{version=\"%d.%d.%d\",libthp=\"", THP_VERSION_MAJOR,
+		     THP_VERSION_MINOR, THP_VERSION_PATCH);
+	prom_str(&b, thp_version());
+	thpd_bprintf(&b, "\"} 1\n");
+	head(&b, "config_last_reload_successful", "gauge",
+	     "1 when the last configuration load (start or reload) succeeded.");
+	thpd_bprintf(&b, "thpd_config_last_reload_successful %d\n", st->reload_ok);
+	head(&b, "config_last_reload_success_timestamp_seconds", "gauge",
+	     "When the configuration was last loaded successfully, seconds since the epoch.");
+	thpd_bprintf(&b, "thpd_config_last_reload_success_timestamp_seconds %.3f\n", st->reload_ok_time_s);
+	/* The standard process metrics of Prometheus client libraries, by their names. */
+	thpd_bprintf(&b, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+			 "# TYPE process_cpu_seconds_total counter\n"
+			 "process_cpu_seconds_total %.6f\n",
+		     (double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e9);
+	thpd_bprintf(&b, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+			 "# TYPE process_resident_memory_bytes gauge\n"
+			 "process_resident_memory_bytes %llu\n",
+		     (unsigned long long)thpd_rss_bytes());
+	thpd_bprintf(&b, "# HELP process_open_fds Number of open file descriptors.\n"
+			 "# TYPE process_open_fds gauge\n"
+			 "process_open_fds %ld\n",
+		     thpd_open_fds());
+	thpd_bprintf(&b, "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+			 "# TYPE process_start_time_seconds gauge\n"
+			 "process_start_time_seconds %.2f\n",
+		     thpd_start_time_s());
 	free(v);
 	return thpd_bdone(&b, len);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <thp/thp.h>
@@ -290,4 +291,13 @@ size_t thpd_matched_by_anon(const struct thpd_state *st, const struct thpd_proc 
 	if (n)
 		qsort(v, n, sizeof(*v), by_anon);
 	return n;
+}
+
+void thpd_note_reload(struct thpd_state *st, bool ok)
+{
+	struct timespec ts;
+
+	st->reload_ok = ok;
+	if (ok && clock_gettime(CLOCK_REALTIME, &ts) == 0)
+		st->reload_ok_time_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

@@ -231,6 +231,8 @@ struct thpd_state {
 	uint64_t sizes[THP_PROBE_MAX_SIZES];
 	int folio_source; /* of the last query: enum thp_folio_source, -1 none yet */
 	bool folio_none_logged;
+	bool reload_ok;		 /* the last configuration load (start or SIGHUP) succeeded */
+	double reload_ok_time_s; /* CLOCK_REALTIME of the last successful load */
 };
 
 /* pass.c */
@@ -251,6 +253,8 @@ void thpd_consider(struct thpd_state *st, pid_t pid);
 /* The matched processes, largest anonymous memory first, in a malloc'd array
  * @out: their count (0 and maybe NULL on out of memory). */
 size_t thpd_matched_by_anon(const struct thpd_state *st, const struct thpd_proc ***out);
+/* A configuration load (start or reload) ended: @ok, and when, for the reload metrics. */
+void thpd_note_reload(struct thpd_state *st, bool ok);
 
 /* metrics.c (Prometheus text), status_json.c (the status JSON): text into a
  * malloc'd buffer; NULL on out of memory. */
