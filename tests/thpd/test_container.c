@@ -318,7 +318,8 @@ static void test_runtimes(void)
 	    "{\"ID\":\"%s\",\"Name\":\"/web\",\"Config\":{\"Labels\":{\"tier\":\"db\","
 	    "\"com.example.team\":\"x\"}}}",
 	    ID('5'));
-	put(relf(MOBY_OCI, ID('5')), "{\"annotations\":{\"libthp.io/thp-policy\":\"nohuge\"}}");
+	/* thp-oci-hook's ",required" (doc/oci-hook.md): the same policy for thpd. */
+	put(relf(MOBY_OCI, ID('5')), "{\"annotations\":{\"libthp.io/thp-policy\":\"nohuge,required\"}}");
 	c = get("/system.slice/docker-%s.scope", ID('5'));
 	CHECK(c && c->runtime == THPD_RT_DOCKER, "docker: none");
 	if (c) {
@@ -329,10 +330,12 @@ static void test_runtimes(void)
 	}
 	/* crun's status and runc's state name the bundle elsewhere. */
 	put(relf("run/crun/%s/status", ID('6')), "{\"pid\":1,\"bundle\":\"/srv/b6\",\"rootfs\":\"/x\"}");
-	put("srv/b6/config.json", "{\"annotations\":{\"k\":\"crun\"}}");
+	put("srv/b6/config.json",
+	    "{\"annotations\":{\"k\":\"crun\",\"libthp.io/thp-policy\":\"never,maybe\"}}");
 	c = get("/libpod_parent/libpod-%s", ID('6'));
 	CHECK(c && !strcmp(S(thpd_ctr_annotation(c, "k")), "crun"), "crun status: %s",
 	      c ? S(c->source) : "none");
+	CHECK(c && c->policy == -2, "\"never,maybe\" not invalid: %d", c ? c->policy : 0);
 	thpd_ctr_put(c);
 	put(relf("run/runc/%s/state.json", ID('7')),
 	    "{\"id\":\"x\",\"config\":{\"labels\":[\"a=b\",\"bundle=/srv/b7\"]}}");

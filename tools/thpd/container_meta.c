@@ -257,9 +257,14 @@ void thpd_ctr_derive(struct thpd_ctr *c, const struct thpd_ctr_ref *ref)
 	c->policy = -1;
 	v = thpd_ctr_annotation(c, THPD_POLICY_ANNOTATION);
 	if (v) {
+		/* thp-oci-hook's ",required" (doc/oci-hook.md) only makes the hook refuse a
+		 * start it cannot serve: the policy is the same. */
+		const char *comma = strchr(v, ',');
+		size_t len = comma && !strcmp(comma, ",required") ? (size_t)(comma - v) : strlen(v);
+
 		c->policy = -2;
 		for (size_t i = 0; i < sizeof(policies) / sizeof(*policies); i++)
-			if (!strcmp(v, policies[i]))
+			if (strlen(policies[i]) == len && !strncmp(v, policies[i], len))
 				c->policy = (int)i;
 	}
 }
