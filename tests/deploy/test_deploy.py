@@ -11,6 +11,9 @@ k8s        every YAML manifest of deploy/kubernetes against the Kubernetes
 rules      promtool check rules and promtool test rules
 dashboard  the dashboard parses, and every metric its queries name is one a
            real short thpd run exports (its metrics file's # TYPE lines)
+config     thpd --check-config accepts the ConfigMap's files, laid out as the
+           DaemonSet mounts them, and README's thpd.d rule; a copy with a
+           misspelt key is refused (so a key thpd does not know fails here)
 """
 import argparse
 import json
@@ -164,7 +167,61 @@ def case_dashboard(args):
     print("dashboard names %d of thpd's %d metrics" % (len(named), len(exported)))
 
 
-CASES = {"k8s": case_k8s, "rules": case_rules, "dashboard": case_dashboard}
+def check_config(args, files):
+    """thpd --check-config on @files ({relative path: text}) as the DaemonSet lays
+    them out: thpd.conf with --config, thpd.d/ with --config-dir; the rules it lists."""
+    tmp = tempfile.mkdtemp()
+    try:
+        for rel, text in files.items():
+            path = os.path.join(tmp, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        p = subprocess.run([args.thpd, "--check-config", "--config", os.path.join(tmp, "thpd.conf"),
+                            "--config-dir", os.path.join(tmp, "thpd.d")],
+                           capture_output=True, text=True, timeout=60)
+        return p.returncode, p.stdout + p.stderr
+    finally:
+        shutil.rmtree(tmp)
+
+
+def case_config(args):
+    try:
+        import yaml
+    except ImportError as e:
+        skip("python3-yaml missing (%s)" % e)
+    with open(os.path.join(args.source, "deploy", "kubernetes", "thpd-daemonset.yaml")) as f:
+        ds = f.read()
+    with open(os.path.join(args.source, "deploy", "kubernetes", "thpd-configmap.yaml")) as f:
+        data = yaml.safe_load(f)["data"]
+    # Where the DaemonSet mounts each key (its items: key, path).
+    paths = dict(re.findall(r"- key: (\S+)\n\s+path: (\S+)", ds))
+    check(set(paths) == set(data) and paths.get("thpd.conf") == "thpd.conf"
+          and all(v.startswith("thpd.d/") for k, v in paths.items() if k != "thpd.conf")
+          and "--config-dir\", \"/etc/thpd/thpd.d" in ds,
+          "the DaemonSet mounts every ConfigMap key: %s" % paths)
+    files = {paths.get(k, k): v for k, v in data.items()}
+    rc, out = check_config(args, files)
+    rules = re.findall(r"^\[rule (\S+)\]", "\n".join(data.values()), re.M)
+    check(rc == 0 and rules and all("[rule %s]" % r in out for r in rules),
+          "thpd --check-config accepts the ConfigMap, rules %s: %s" % (rules, out.strip()))
+    # The check itself: a key thpd does not know fails.
+    bad = {k: v.replace("pod_namespace =", "pod_namespaces =") for k, v in files.items()}
+    rc, out = check_config(args, bad)
+    check(rc != 0 and 'unknown key "pod_namespaces"' in out,
+          "a misspelt key in the ConfigMap is refused: %s" % out.strip())
+    # README's rules for thpd.d (```ini blocks that name their file in /etc/thpd.d/).
+    with open(os.path.join(args.source, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    blocks = re.findall(r"```ini\n# /etc/thpd\.d/(\S+)\n(.*?)```", readme, re.S)
+    check(blocks, "README has thpd.d rules")
+    for name, text in blocks:
+        rc, out = check_config(args, {"thpd.conf": "", "thpd.d/" + name: text})
+        check(rc == 0 and "[rule " in out, "README's %s: thpd --check-config accepts it: %s"
+              % (name, out.strip()))
+
+
+CASES = {"k8s": case_k8s, "rules": case_rules, "dashboard": case_dashboard, "config": case_config}
 
 
 def main():
