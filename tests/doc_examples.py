@@ -17,6 +17,8 @@
 - every ```rust block of README.md (with --cargo) is the main.rs of a
   crate that depends on bindings/rust/libthp by path, built offline
   against the built library and run: it must exit 0;
+- every ```yaml block of README.md is a Kubernetes manifest that
+  tests/deploy/k8s_validate.py finds valid against the API's schema;
 - every thpctl command line of README.md's ```sh blocks and of thpctl(1)'s
   EXAMPLES runs with the build's thpctl, PID placeholders replaced by a
   sleeping child of this script: it must not be refused as a bad command
@@ -39,7 +41,7 @@ import textwrap
 
 CI = os.environ.get("CI") == "true"
 failures = []
-checked = {"c": 0, "python": 0, "go": 0, "rust": 0, "thpctl": 0}
+checked = {"c": 0, "python": 0, "go": 0, "rust": 0, "thpctl": 0, "yaml": 0}
 
 
 def fail(what, why, text=""):
@@ -198,6 +200,21 @@ def check_rust(what, code, args, tmp):
         fail(what, "exits %d" % r.returncode, r.stdout + r.stderr + "\n" + code)
     else:
         print("ok   %s (Rust): %s" % (what, r.stdout.strip().split("\n")[-1]))
+def check_yaml(what, text, args):
+    """A Kubernetes manifest, against the API's schema (tests/deploy/k8s_validate.py)."""
+    sys.path.insert(0, os.path.join(args.source, "tests", "deploy"))
+    try:
+        import k8s_validate
+    except ImportError as e:
+        if CI:
+            fail(what, "cannot check the manifest: %s (python3-kubernetes)" % e)
+        else:
+            print("%s: not checked, %s (Debian: python3-kubernetes)" % (what, e))
+        return
+    checked["yaml"] += 1
+    errors = k8s_validate.check_text(text, what)
+    if errors:
+        fail(what, "not a valid Kubernetes manifest", "\n".join(errors))
 
 
 def thpctl_lines(text):
@@ -296,6 +313,8 @@ def main():
                     check_go(what, text, args, tmp)
                 elif lang == "rust" and args.cargo:
                     check_rust(what, text, args, tmp)
+                elif lang == "yaml":
+                    check_yaml(what, text, args)
                 elif lang == "sh":
                     for cmd in thpctl_lines(text):
                         check_thpctl(what, cmd, args, target.pid)
@@ -314,11 +333,11 @@ def main():
 
     print("checked %(c)d C programs, %(python)d Python blocks, %(go)d Go programs, "
           "%(rust)d Rust programs, "
-          "%(thpctl)d thpctl command lines" % checked)
+          "%(thpctl)d thpctl command lines, %(yaml)d Kubernetes manifests" % checked)
     # An extractor that finds nothing would pass everything.
     if checked["c"] < 9 or checked["thpctl"] < 5 or \
        (not args.no_python and checked["python"] < 1) or (args.go and checked["go"] < 1) or \
-       (args.cargo and checked["rust"] < 1):
+       (args.cargo and checked["rust"] < 1) or (CI and checked["yaml"] < 1):
         fail("extraction", "fewer examples found than README and man/ hold")
     if failures:
         print("%d example(s) failed" % len(failures))

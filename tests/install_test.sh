@@ -31,6 +31,13 @@ for tool in thpctl thpd; do
 	bash -c "source '$comp' && complete -p $tool" >/dev/null ||
 		fail "$comp does not register a completion for $tool"
 done
+# thp-oci-hook and the hooks.d file that podman and CRI-O read, naming it.
+hook=$(find "$dest" -path '*/libthp/thp-oci-hook' -print -quit)
+[ -n "$hook" ] && [ -x "$hook" ] || fail "thp-oci-hook not installed"
+hooks_json=$(find "$dest" -path '*/share/containers/oci/hooks.d/libthp.json' -print -quit)
+[ -n "$hooks_json" ] || fail "hooks.d/libthp.json not installed"
+grep -q "\"path\": \"${hook#"$dest"}\"" "$hooks_json" ||
+	fail "hooks.d/libthp.json does not name ${hook#"$dest"}"
 
 cat > "$tmp/prog.c" <<'PROG'
 #include <stdio.h>

@@ -24,6 +24,12 @@ const char *thpd_rule_policy_name(int policy)
 	return policy >= 0 && policy <= THPD_RULE_IGNORE ? policy_names[policy] : "unset";
 }
 
+const char *thpd_rule_shown_policy(const struct thpd_rule_conf *r)
+{
+	/* policy_from_annotation without a policy of its own: the annotation alone. */
+	return r->policy < 0 && r->policy_from_annotation ? "annotation" : thpd_rule_policy_name(r->policy);
+}
+
 const char *thpd_own_name(int own)
 {
 	static const char *const names[] = { [THPD_OWN_VISIBLE] = "visible",
@@ -218,6 +224,39 @@ static void rule_free(struct thpd_rule *r)
 	free(r->conf.exe);
 	free(r->conf.user);
 	free(r->conf.file);
+	free(r->conf.container_name);
+	free(r->conf.pod_namespace);
+	free(r->conf.pod_name);
+	for (size_t i = 0; i < r->conf.nlabels; i++)
+		free(r->conf.labels[i].key); /* the glob is in the same block */
+	for (size_t i = 0; i < r->conf.nannotations; i++)
+		free(r->conf.annotations[i].key);
+}
+
+bool thpd_rule_has_matcher(const struct thpd_rule_conf *r)
+{
+	return r->cgroup || r->exe || r->user || r->container_name || r->pod_namespace ||
+	       r->pod_name || r->nlabels || r->nannotations;
+}
+
+/* label = KEY=GLOB: one block holds "KEY\0GLOB"; NULL and *@why when wrong. */
+static const char *add_kv_match(struct thpd_kv_match *m, size_t *n, const char *v)
+{
+	const char *eq = strchr(v, '=');
+	char *key;
+
+	if (!eq || eq == v)
+		return "expected KEY=GLOB";
+	if (*n >= THPD_KV_MATCH_MAX)
+		return "too many in one rule (at most 16)";
+	key = strdup(v);
+	if (!key)
+		return "out of memory";
+	key[eq - v] = '\0';
+	m[*n].key = key;
+	m[*n].glob = key + (eq - v) + 1;
+	(*n)++;
+	return NULL;
 }
 
 static int new_rule(struct parse_ctx *p, const char *name)
@@ -373,6 +412,21 @@ static int handler(void *user, const char *section, const char *name, const char
 				add_err(p, line, "user: no such user \"%s\"", value);
 			else
 				set_str(&r->conf.user, value);
+		} else if (!strcmp(name, "container_name")) {
+			set_str(&r->conf.container_name, value);
+		} else if (!strcmp(name, "pod_namespace")) {
+			set_str(&r->conf.pod_namespace, value);
+		} else if (!strcmp(name, "pod_name")) {
+			set_str(&r->conf.pod_name, value);
+		} else if (!strcmp(name, "label") || !strcmp(name, "annotation")) {
+			const char *bad = name[0] == 'l' ? add_kv_match(r->conf.labels, &r->conf.nlabels, value)
+							 : add_kv_match(r->conf.annotations, &r->conf.nannotations, value);
+
+			if (bad)
+				add_err(p, line, "%s: %s, got \"%s\"", name, bad, value);
+		} else if (!strcmp(name, "policy_from_annotation")) {
+			if (parse_bool(value, &r->conf.policy_from_annotation))
+				add_err(p, line, "policy_from_annotation: expected yes or no, got \"%s\"", value);
 		} else if (!strcmp(name, "policy")) {
 			r->conf.policy = POLICY_INVALID;
 			for (i = 0; i <= THPD_RULE_IGNORE; i++)
@@ -453,11 +507,16 @@ static void parse_one(struct parse_ctx *p, const char *path)
 	for (i = first; i < p->c->nrules; i++) {
 		struct thpd_rule *ru = &p->c->rules[i];
 
-		if (!ru->conf.cgroup && !ru->conf.exe && !ru->conf.user)
-			add_err(p, ru->conf.line, "rule \"%s\" has no cgroup, exe or user to match", ru->conf.name);
-		if (ru->conf.policy == -1) /* not POLICY_INVALID: that error is said already */
+		if (!thpd_rule_has_matcher(&ru->conf))
+			add_err(p, ru->conf.line,
+				"rule \"%s\" has no cgroup, exe, user, container_name, pod_namespace, "
+				"pod_name, label or annotation to match",
+				ru->conf.name);
+		/* not POLICY_INVALID: that error is said already */
+		if (ru->conf.policy == -1 && !ru->conf.policy_from_annotation)
 			add_err(p, ru->conf.line, "rule \"%s\" has no policy", ru->conf.name);
-		if (ru->conf.inject && (ru->conf.policy == THPD_RULE_HUGE || ru->conf.policy == THPD_RULE_IGNORE))
+		if (ru->conf.inject && !ru->conf.policy_from_annotation &&
+		    (ru->conf.policy == THPD_RULE_HUGE || ru->conf.policy == THPD_RULE_IGNORE))
 			add_err(p, ru->conf.line, "rule \"%s\": enforce = inject is for never, nohuge and system",
 				ru->conf.name);
 	}
@@ -507,6 +566,11 @@ int thpd_config_load(struct thpd_config *c, const char *file, bool file_optional
 			c->uses_user = true;
 		if (c->rules[i].conf.cgroup)
 			c->uses_cgroup = true;
+		const struct thpd_rule_conf *rc = &c->rules[i].conf;
+
+		if (rc->container_name || rc->pod_namespace || rc->pod_name || rc->nlabels ||
+		    rc->nannotations || rc->policy_from_annotation)
+			c->uses_container = true;
 	}
 	return p.nerr;
 }
@@ -536,8 +600,9 @@ void thpd_config_print(const struct thpd_config *c, FILE *out)
 		const struct thpd_rule *r = &c->rules[i];
 
 		fprintf(out, "%zu. [rule %s] (%s:%d) policy=%s", i + 1, r->conf.name, r->conf.file, r->conf.line,
-			thpd_rule_policy_name(r->conf.policy));
-		if (r->conf.policy == THPD_RULE_NEVER || r->conf.policy == THPD_RULE_NOHUGE || r->conf.policy == THPD_RULE_SYSTEM)
+			thpd_rule_shown_policy(&r->conf));
+		if (r->conf.policy == THPD_RULE_NEVER || r->conf.policy == THPD_RULE_NOHUGE || r->conf.policy == THPD_RULE_SYSTEM ||
+		    r->conf.policy_from_annotation)
 			fprintf(out, " enforce=%s", r->conf.inject ? "inject" : "report");
 		if (r->conf.cgroup)
 			fprintf(out, " cgroup=%s", r->conf.cgroup);
@@ -545,6 +610,18 @@ void thpd_config_print(const struct thpd_config *c, FILE *out)
 			fprintf(out, " exe=%s", r->conf.exe);
 		if (r->conf.user)
 			fprintf(out, " user=%s(%u)", r->conf.user, (unsigned)r->conf.uid);
+		if (r->conf.container_name)
+			fprintf(out, " container_name=%s", r->conf.container_name);
+		if (r->conf.pod_namespace)
+			fprintf(out, " pod_namespace=%s", r->conf.pod_namespace);
+		if (r->conf.pod_name)
+			fprintf(out, " pod_name=%s", r->conf.pod_name);
+		for (size_t k = 0; k < r->conf.nlabels; k++)
+			fprintf(out, " label=%s=%s", r->conf.labels[k].key, r->conf.labels[k].glob);
+		for (size_t k = 0; k < r->conf.nannotations; k++)
+			fprintf(out, " annotation=%s=%s", r->conf.annotations[k].key, r->conf.annotations[k].glob);
+		if (r->conf.policy_from_annotation)
+			fprintf(out, " policy_from_annotation=yes");
 		if (r->conf.policy == THPD_RULE_HUGE)
 			fprintf(out, " max_bytes_per_pass=%llu max_ms_per_pass=%llu",
 				(unsigned long long)r->conf.max_bytes,

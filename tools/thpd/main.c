@@ -119,6 +119,7 @@ static int run(const struct opts *o)
 	if (!st.hash || load(o, &c) != 0)
 		return 1;
 	thpd_state_set_config(&st, &c);
+	thpd_note_reload(&st, true);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGTERM);
@@ -209,12 +210,14 @@ static int run(const struct opts *o)
 						   (unsigned long long)(now_ns() / 1000));
 					if (load(o, &c) == 0) {
 						thpd_state_set_config(&st, &c);
+						thpd_note_reload(&st, true);
 						if (!o->listen)
 							thpd_server_relisten(sv, st.cfg.listen);
 						thpd_log(LOG_INFO, "reloaded: %zu rules", st.cfg.nrules);
 						/* New rules act now, not an interval later. */
 						next_pass = now_ns();
 					} else {
+						thpd_note_reload(&st, false);
 						thpd_log(LOG_ERR, "reload failed: the %zu rules loaded before stay",
 							 st.cfg.nrules);
 					}
@@ -345,6 +348,7 @@ int main(int argc, char **argv)
 		if (!st.hash || load(&o, &c) != 0)
 			return 1;
 		thpd_state_set_config(&st, &c);
+		thpd_note_reload(&st, true);
 		thpd_pass(&st);
 		text = thpd_metrics_text(&st, &len);
 		if (!text || fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {

@@ -4,8 +4,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <thp/thp.h>
+
 #include "clock_ns.h" /* lib/: clock_ns() */
-#include "json.h"     /* tools/common: utf8_char() */
+#include "container.h"
+#include "json.h" /* tools/common: utf8_char() */
 #include "text_buf.h"
 #include "thpd.h"
 
@@ -78,8 +81,67 @@ static const char *folio_label(const struct thpd_state *st, int k, char *buf, si
 	return k < 0 ? "base" : thpd_size_label(st->sizes[k], buf, len);
 }
 
+/*
+ * The containers that get their own pod and container labels in one
+ * exposition: those of the top processes, the first THPD_METRIC_CONTAINERS
+ * of them; the processes of any other are labelled "other".
+ */
+#define THPD_METRIC_CONTAINERS 100
+struct ctr_set {
+	const struct thpd_ctr *v[THPD_METRIC_CONTAINERS];
+	size_t n;
+};
+
+static void ctr_set_fill(struct ctr_set *cs, const struct thpd_state *st,
+			 const struct thpd_proc **v, size_t n)
+{
+	size_t top = n < st->cfg.top ? n : st->cfg.top;
+
+	cs->n = 0;
+	for (size_t i = 0; i < top && cs->n < THPD_METRIC_CONTAINERS; i++) {
+		const struct thpd_ctr *c = v[i]->id.ctr;
+		size_t k = 0;
+
+		while (c && k < cs->n && cs->v[k] != c)
+			k++;
+		if (c && k == cs->n)
+			cs->v[cs->n++] = c;
+	}
+}
+
+/* ,pod="NAMESPACE/NAME",container="NAME" of a process (both "" outside a container). */
+static void ctr_labels(struct thpd_buf *b, const struct ctr_set *cs, const struct thpd_proc *p)
+{
+	const struct thpd_ctr *c = p ? p->id.ctr : NULL;
+	size_t k = 0;
+
+	while (c && k < cs->n && cs->v[k] != c)
+		k++;
+	if (!c) {
+		thpd_bprintf(b, ",pod=\"\",container=\"\"");
+		return;
+	}
+	if (k == cs->n) {
+		thpd_bprintf(b, ",pod=\"other\",container=\"other\"");
+		return;
+	}
+	thpd_bprintf(b, ",pod=\"");
+	if (c->pod_namespace || c->pod_name) {
+		prom_str(b, c->pod_namespace ? c->pod_namespace : "");
+		thpd_bprintf(b, "/");
+		prom_str(b, c->pod_name ? c->pod_name : "");
+	}
+	thpd_bprintf(b, "\",container=\"");
+	if (c->name)
+		prom_str(b, c->name);
+	else
+		thpd_bprintf(b, "%.12s", c->id);
+	thpd_bprintf(b, "\"");
+}
+
 static void proc_series(struct thpd_buf *b, const struct thpd_state *st, const struct thpd_proc **v,
-			size_t n, const char *name, const char *help, size_t off)
+			size_t n, const struct ctr_set *cs, const char *name, const char *help,
+			size_t off)
 {
 	size_t top = n < st->cfg.top ? n : st->cfg.top;
 
@@ -89,7 +151,9 @@ static void proc_series(struct thpd_buf *b, const struct thpd_state *st, const s
 		prom_str(b, st->cfg.rules[v[i]->rule].conf.name);
 		thpd_bprintf(b, "\",pid=\"%d\",comm=\"", (int)v[i]->pid);
 		prom_str(b, v[i]->comm);
-		thpd_bprintf(b, "\"} %llu\n",
+		thpd_bprintf(b, "\"");
+		ctr_labels(b, cs, v[i]);
+		thpd_bprintf(b, "} %llu\n",
 			     (unsigned long long)*(const uint64_t *)((const char *)v[i] + off));
 	}
 	/* Past the top N, one "rest" series per rule keeps the cardinality bounded. */
@@ -107,7 +171,8 @@ static void proc_series(struct thpd_buf *b, const struct thpd_state *st, const s
 			continue;
 		thpd_bprintf(b, "thpd_%s{rule=\"", name);
 		prom_str(b, st->cfg.rules[r].conf.name);
-		thpd_bprintf(b, "\",pid=\"rest\",comm=\"\"} %llu\n", (unsigned long long)sum);
+		thpd_bprintf(b, "\",pid=\"rest\",comm=\"\",pod=\"\",container=\"\"} %llu\n",
+			     (unsigned long long)sum);
 	}
 }
 
@@ -117,7 +182,7 @@ static void proc_series(struct thpd_buf *b, const struct thpd_state *st, const s
  * without them has no series rather than zeros.
  */
 static void folio_series(struct thpd_buf *b, const struct thpd_state *st, const struct thpd_proc **v,
-			 size_t n, bool per_process)
+			 size_t n, const struct ctr_set *cs, bool per_process)
 {
 	size_t top = n < st->cfg.top ? n : st->cfg.top;
 	bool any = false;
@@ -154,7 +219,9 @@ static void folio_series(struct thpd_buf *b, const struct thpd_state *st, const 
 			prom_str(b, st->cfg.rules[v[i]->rule].conf.name);
 			thpd_bprintf(b, "\",pid=\"%d\",comm=\"", (int)v[i]->pid);
 			prom_str(b, v[i]->comm);
-			thpd_bprintf(b, "\",size=\"%s\"} %llu\n", folio_label(st, k, lab, sizeof(lab)),
+			thpd_bprintf(b, "\"");
+			ctr_labels(b, cs, v[i]);
+			thpd_bprintf(b, ",size=\"%s\"} %llu\n", folio_label(st, k, lab, sizeof(lab)),
 				     (unsigned long long)proc_folio(v[i], k));
 		}
 	}
@@ -174,7 +241,7 @@ static void folio_series(struct thpd_buf *b, const struct thpd_state *st, const 
 		for (int k = -1; k < (int)st->nsizes; k++) {
 			thpd_bprintf(b, "thpd_process_folio_bytes{rule=\"");
 			prom_str(b, st->cfg.rules[r].conf.name);
-			thpd_bprintf(b, "\",pid=\"rest\",comm=\"\",size=\"%s\"} %llu\n",
+			thpd_bprintf(b, "\",pid=\"rest\",comm=\"\",pod=\"\",container=\"\",size=\"%s\"} %llu\n",
 				     folio_label(st, k, lab, sizeof(lab)), (unsigned long long)sum[k + 1]);
 		}
 	}
@@ -185,6 +252,9 @@ static char *metrics_text(const struct thpd_state *st, bool per_process, size_t 
 	struct thpd_buf b = { 0 };
 	const struct thpd_proc **v;
 	size_t n = thpd_matched_by_anon(st, &v);
+	struct ctr_set cs;
+
+	ctr_set_fill(&cs, st, v, n);
 
 	rule_series(&b, st, "rule_processes", "gauge", "Processes matched by the rule.",
 		    offsetof(struct thpd_rule, last.processes));
@@ -203,18 +273,17 @@ static char *metrics_text(const struct thpd_state *st, bool per_process, size_t 
 
 		thpd_bprintf(&b, "thpd_rule_policy_enforced{rule=\"");
 		prom_str(&b, r->conf.name);
-		thpd_bprintf(&b, "\",policy=\"%s\"} %d\n", thpd_rule_policy_name(r->conf.policy),
+		thpd_bprintf(&b, "\",policy=\"%s\"} %d\n", thpd_rule_shown_policy(&r->conf),
 			     r->conf.policy == THPD_RULE_HUGE || r->conf.inject);
 	}
 	head(&b, "rule_noncompliant_huge_bytes", "gauge",
-	     "Huge memory found in processes whose rule says never or nohuge.");
+	     "Huge memory found in processes whose rule (or container annotation) says never or nohuge.");
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
 		const struct thpd_rule *r = &st->cfg.rules[i];
-		bool no = r->conf.policy == THPD_RULE_NEVER || r->conf.policy == THPD_RULE_NOHUGE;
 
 		thpd_bprintf(&b, "thpd_rule_noncompliant_huge_bytes{rule=\"");
 		prom_str(&b, r->conf.name);
-		thpd_bprintf(&b, "\"} %llu\n", (unsigned long long)(no ? r->last.huge : 0));
+		thpd_bprintf(&b, "\"} %llu\n", (unsigned long long)r->last.noncompliant);
 	}
 	head(&b, "collapses_total", "counter", "2 MiB extents collapsed by the daemon.");
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
@@ -242,15 +311,15 @@ static char *metrics_text(const struct thpd_state *st, bool per_process, size_t 
 		    "Collapsible memory left by the last pass because a budget was spent.",
 		    offsetof(struct thpd_rule, last.over_budget));
 	if (per_process) {
-		proc_series(&b, st, v, n, "process_anon_bytes",
+		proc_series(&b, st, v, n, &cs, "process_anon_bytes",
 			    "Resident anonymous memory per process.", offsetof(struct thpd_proc, anon));
-		proc_series(&b, st, v, n, "process_huge_bytes", "Of it, in huge pages, per process.",
+		proc_series(&b, st, v, n, &cs, "process_huge_bytes", "Of it, in huge pages, per process.",
 			    offsetof(struct thpd_proc, huge));
-		proc_series(&b, st, v, n, "process_alignable_bytes",
+		proc_series(&b, st, v, n, &cs, "process_alignable_bytes",
 			    "Anonymous memory that could be huge, per process.",
 			    offsetof(struct thpd_proc, alignable));
 	}
-	folio_series(&b, st, v, n, per_process);
+	folio_series(&b, st, v, n, &cs, per_process);
 	if (st->folio_source >= 0) {
 		head(&b, "folio_sizes_readable", "gauge",
 		     "1 when the last query read folio sizes (pagemap and kpageflags; needs "
@@ -258,14 +327,38 @@ static char *metrics_text(const struct thpd_state *st, bool per_process, size_t 
 		thpd_bprintf(&b, "thpd_folio_sizes_readable %d\n",
 			     st->folio_source == THP_FOLIO_SOURCE_KPAGEFLAGS);
 	}
-	head(&b, "cpu_seconds_total", "counter", "CPU time the daemon used.");
-	thpd_bprintf(&b, "thpd_cpu_seconds_total %.6f\n", (double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e9);
 	head(&b, "pass_duration_seconds", "gauge", "Wall time of the last pass.");
 	thpd_bprintf(&b, "thpd_pass_duration_seconds %.6f\n", st->last_pass_s);
 	head(&b, "passes_total", "counter", "Passes done.");
 	thpd_bprintf(&b, "thpd_passes_total %llu\n", (unsigned long long)st->passes);
-	head(&b, "rss_bytes", "gauge", "Resident memory of the daemon.");
-	thpd_bprintf(&b, "thpd_rss_bytes %llu\n", (unsigned long long)thpd_rss_bytes());
+	head(&b, "build_info", "gauge", "Always 1; the version of thpd and of the libthp it runs with.");
+	thpd_bprintf(&b, "thpd_build_info{version=\"%d.%d.%d\",libthp=\"", THP_VERSION_MAJOR,
+		     THP_VERSION_MINOR, THP_VERSION_PATCH);
+	prom_str(&b, thp_version());
+	thpd_bprintf(&b, "\"} 1\n");
+	head(&b, "config_last_reload_successful", "gauge",
+	     "1 when the last configuration load (start or reload) succeeded.");
+	thpd_bprintf(&b, "thpd_config_last_reload_successful %d\n", st->reload_ok);
+	head(&b, "config_last_reload_success_timestamp_seconds", "gauge",
+	     "When the configuration was last loaded successfully, seconds since the epoch.");
+	thpd_bprintf(&b, "thpd_config_last_reload_success_timestamp_seconds %.3f\n", st->reload_ok_time_s);
+	/* The standard process metrics of Prometheus client libraries, by their names. */
+	thpd_bprintf(&b, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+			 "# TYPE process_cpu_seconds_total counter\n"
+			 "process_cpu_seconds_total %.6f\n",
+		     (double)clock_ns(CLOCK_PROCESS_CPUTIME_ID) / 1e9);
+	thpd_bprintf(&b, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+			 "# TYPE process_resident_memory_bytes gauge\n"
+			 "process_resident_memory_bytes %llu\n",
+		     (unsigned long long)thpd_rss_bytes());
+	thpd_bprintf(&b, "# HELP process_open_fds Number of open file descriptors.\n"
+			 "# TYPE process_open_fds gauge\n"
+			 "process_open_fds %ld\n",
+		     thpd_open_fds());
+	thpd_bprintf(&b, "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+			 "# TYPE process_start_time_seconds gauge\n"
+			 "process_start_time_seconds %.2f\n",
+		     thpd_start_time_s());
 	free(v);
 	return thpd_bdone(&b, len);
 }

@@ -318,18 +318,20 @@ void thpd_pass(struct thpd_state *st)
 				break;
 			}
 			r = &st->cfg.rules[p->rule];
-			if (r->conf.policy == THPD_RULE_IGNORE)
+			/* The process's policy: the rule's, or its container's annotation. */
+			if (p->policy == THPD_RULE_IGNORE)
 				continue;
-			if (!p->inject_done && !p->skipped && (r->conf.policy == THPD_RULE_HUGE || r->conf.inject)) {
+			if (!p->inject_done && !p->skipped &&
+			    (p->policy == THPD_RULE_HUGE || (r->conf.inject && p->policy != THPD_RULE_IGNORE))) {
 				thpd_check_skip(st, p, r);
-				if (!p->skipped && r->conf.inject)
+				if (!p->skipped && r->conf.inject && p->policy != THPD_RULE_HUGE)
 					thpd_inject(p, r);
 				p->inject_done = true;
 			}
-			thpd_measure(st, p, r->conf.policy == THPD_RULE_HUGE && !p->skipped);
-			if (!(r->conf.policy == THPD_RULE_HUGE && !p->skipped && p->alignable >= p->huge + THPD_EXTENT))
+			thpd_measure(st, p, p->policy == THPD_RULE_HUGE && !p->skipped);
+			if (!(p->policy == THPD_RULE_HUGE && !p->skipped && p->alignable >= p->huge + THPD_EXTENT))
 				p->catching_up = false; /* nothing left: its sizes may be read again */
-			if (r->conf.policy == THPD_RULE_HUGE && !p->skipped && p->next_try <= st->passes &&
+			if (p->policy == THPD_RULE_HUGE && !p->skipped && p->next_try <= st->passes &&
 			    p->alignable >= p->huge + THPD_EXTENT) {
 				if (ncand == cap) {
 					size_t ncap = cap ? cap * 2 : 64;
@@ -426,12 +428,15 @@ void thpd_pass(struct thpd_state *st)
 				for (uint32_t k = 0; k < st->nsizes; k++)
 					r->last.folio_bytes[k] += p->folio_bytes[k];
 			}
-			if ((r->conf.policy == THPD_RULE_NEVER || r->conf.policy == THPD_RULE_NOHUGE) && p->huge &&
+			/* By the process's policy: an annotation's never under a huge rule counts. */
+			if (p->policy == THPD_RULE_NEVER || p->policy == THPD_RULE_NOHUGE)
+				r->last.noncompliant += p->huge;
+			if ((p->policy == THPD_RULE_NEVER || p->policy == THPD_RULE_NOHUGE) && p->huge &&
 			    !p->warned) {
 				p->warned = true;
 				thpd_log(LOG_WARNING,
 					 "process %d (%s): rule %s (policy %s%s) has %llu kB in huge pages",
-					 (int)p->pid, p->comm, r->conf.name, thpd_rule_policy_name(r->conf.policy),
+					 (int)p->pid, p->comm, r->conf.name, thpd_rule_policy_name(p->policy),
 					 r->conf.inject ? "" : ", not enforced",
 					 (unsigned long long)(p->huge >> 10));
 			}

@@ -70,7 +70,7 @@ void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rul
 		if (secure)
 			return;
 	}
-	if (r->conf.policy == THPD_RULE_HUGE && r->conf.own != THPD_OWN_IGNORE) {
+	if (p->policy == THPD_RULE_HUGE && r->conf.own != THPD_OWN_IGNORE) {
 		/* From outside: /proc/PID/status and the maps, nobody is stopped. */
 		THP_OPTS(thp_default_opts, o, .pidfd = p->pidfd);
 		int ret = thp_get_default(&o);

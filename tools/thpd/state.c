@@ -6,16 +6,19 @@
  * connector's exec and exit events); an exec event refreshes one entry.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <thp/thp.h>
 
 #include "clock_ns.h" /* lib/: clock_ns(), now_ns() */
+#include "container.h"
 #include "log.h"
 #include "thpd.h"
 
@@ -33,6 +36,15 @@ void thpd_state_init(struct thpd_state *st)
 	st->last_wall_ns = now_ns();
 	st->folio_source = -1;
 	{
+		/* The runtimes' records are under /; the tests point thpd at a fake tree. */
+		const char *root = secure_getenv("THPD_TEST_CONTAINER_ROOT");
+		int r = thpd_ctr_init(root && *root ? root : "/");
+
+		if (r < 0)
+			thpd_log(LOG_ERR, "container records under %s: %s", root ? root : "/",
+				 strerror(-r));
+	}
+	{
 		struct thp_probe_info pi = { .sz = sizeof(pi) };
 
 		/* Probed once: a nohuge default cannot be seen from outside from 6.18 on. */
@@ -48,6 +60,7 @@ void thpd_state_init(struct thpd_state *st)
 
 static void proc_free(struct thpd_proc *p)
 {
+	thpd_ident_release(&p->id);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	free(p);
@@ -84,6 +97,7 @@ void thpd_state_free(struct thpd_state *st)
 		}
 	}
 	free(st->hash);
+	thpd_ctr_fini();
 	thpd_config_free(&st->cfg);
 	st->hash = NULL;
 }
@@ -117,7 +131,7 @@ static void visit(void *arg, pid_t pid)
 	struct thpd_proc **pp, *p;
 	uint64_t start;
 	char comm[32];
-	int rule, r;
+	int rule, r, pol;
 
 	if (pid == st->self)
 		return;
@@ -131,7 +145,8 @@ static void visit(void *arg, pid_t pid)
 			p->seen = true;
 			return;
 		}
-		if (st->cfg.uses_cgroup && thpd_ident_cgroup(pid, &p->id) < 0) {
+		if ((st->cfg.uses_cgroup || st->cfg.uses_container) &&
+		    thpd_ident_cgroup(pid, &p->id) < 0) {
 			forget_proc(st, p);
 			return;
 		}
@@ -155,6 +170,7 @@ static void visit(void *arg, pid_t pid)
 			p->starttime = start;
 			p->pidfd = -1;
 			p->rule = -1;
+			p->policy = -1;
 			p->backoff = 1;
 			*pp = p;
 			st->nprocs++;
@@ -171,6 +187,7 @@ static void visit(void *arg, pid_t pid)
 	}
 	p->seen = true;
 	rule = p->kthread ? -1 : thpd_rules_match(&st->cfg, &p->id);
+	pol = rule >= 0 ? thpd_proc_policy(&st->cfg.rules[rule], &p->id) : -1;
 	if (rule >= 0 && p->pidfd < 0) {
 		p->pidfd = open_pidfd(pid);
 		if (p->pidfd < 0) {
@@ -184,8 +201,9 @@ static void visit(void *arg, pid_t pid)
 		close(p->pidfd);
 		p->pidfd = -1;
 	}
-	if (p->rule != rule) {
+	if (p->rule != rule || p->policy != pol) {
 		p->rule = rule;
+		p->policy = pol;
 		p->inject_done = false;
 		p->skipped = false;
 		p->backoff = 1;
@@ -216,7 +234,7 @@ void thpd_consider(struct thpd_state *st, pid_t pid)
 		return;
 	visit(&arg, pid);
 	p = *slot_of(st, pid);
-	if (p && p->rule >= 0 && st->cfg.rules[p->rule].conf.policy != THPD_RULE_IGNORE)
+	if (p && p->rule >= 0 && p->policy != THPD_RULE_IGNORE)
 		st->early = st->early_by_event = true;
 }
 
@@ -273,4 +291,13 @@ size_t thpd_matched_by_anon(const struct thpd_state *st, const struct thpd_proc 
 	if (n)
 		qsort(v, n, sizeof(*v), by_anon);
 	return n;
+}
+
+void thpd_note_reload(struct thpd_state *st, bool ok)
+{
+	struct timespec ts;
+
+	st->reload_ok = ok;
+	if (ok && clock_gettime(CLOCK_REALTIME, &ts) == 0)
+		st->reload_ok_time_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

@@ -4,7 +4,8 @@
 #include <unistd.h>
 
 #include "clock_ns.h" /* lib/: clock_ns() */
-#include "json.h"     /* tools/common: json_escape() */
+#include "container.h"
+#include "json.h" /* tools/common: json_escape() */
 #include "text_buf.h"
 #include "thpd.h"
 
@@ -46,7 +47,7 @@ static char *json_text(const struct thpd_state *st, bool per_process, size_t *le
 		json_str(&b, r->conf.name);
 		thpd_bprintf(&b, ",\"policy\":\"%s\",\"enforced\":%s,\"processes\":%llu,\"anon_bytes\":%llu,"
 				 "\"huge_bytes\":%llu,\"alignable_bytes\":%llu,\"collapses\":%llu",
-			     thpd_rule_policy_name(r->conf.policy),
+			     thpd_rule_shown_policy(&r->conf),
 			     r->conf.policy == THPD_RULE_HUGE || r->conf.inject ? "true" : "false",
 			     (unsigned long long)r->last.processes, (unsigned long long)r->last.anon,
 			     (unsigned long long)r->last.huge, (unsigned long long)r->last.alignable,
@@ -76,6 +77,24 @@ static char *json_text(const struct thpd_state *st, bool per_process, size_t *le
 			     (unsigned long long)v[i]->alignable);
 		if (v[i]->sizes_known)
 			folio_json(&b, st, v[i]->folio_base, v[i]->folio_bytes);
+		if (v[i]->id.ctr) {
+			const struct thpd_ctr *c = v[i]->id.ctr;
+			const char *f[] = { c->name, c->pod_namespace, c->pod_name, c->pod_uid };
+			const char *k[] = { "name", "pod_namespace", "pod_name", "pod_uid" };
+
+			thpd_bprintf(&b, ",\"container\":{\"runtime\":\"%s\",\"id\":\"%s\"",
+				     thpd_runtime_name(c->runtime), c->id);
+			for (size_t j = 0; j < 4; j++) {
+				if (!f[j])
+					continue;
+				thpd_bprintf(&b, ",\"%s\":", k[j]);
+				json_str(&b, f[j]);
+			}
+			if (c->policy >= 0)
+				thpd_bprintf(&b, ",\"policy_annotation\":\"%s\"",
+					     thpd_rule_policy_name(c->policy));
+			thpd_bprintf(&b, "}");
+		}
 		thpd_bprintf(&b, "}");
 	}
 	{

@@ -34,6 +34,12 @@ enum thpd_own {
 /* The PMD size thpd collapses to (x86_64 and the others with 4 KiB pages). */
 #define THPD_EXTENT (2ULL << 20)
 
+/* label = KEY=GLOB, annotation = KEY=GLOB */
+struct thpd_kv_match {
+	char *key, *glob;
+};
+#define THPD_KV_MATCH_MAX 16 /* label and annotation lines per rule, each */
+
 /* A rule as written: what it matches and what it does. */
 struct thpd_rule_conf {
 	char *name;
@@ -41,7 +47,12 @@ struct thpd_rule_conf {
 	char *exe;    /* glob or NULL */
 	char *user;   /* as written, or NULL */
 	uid_t uid;
-	int policy; /* enum thpd_rule_policy, -1 unset */
+	/* The container's identity (container.h): globs or NULL. */
+	char *container_name, *pod_namespace, *pod_name;
+	struct thpd_kv_match labels[THPD_KV_MATCH_MAX], annotations[THPD_KV_MATCH_MAX];
+	size_t nlabels, nannotations;
+	bool policy_from_annotation; /* libthp.io/thp-policy decides, policy = is the fallback */
+	int policy;		     /* enum thpd_rule_policy, -1 unset */
 	bool inject;
 	bool setuid;
 	int own; /* enum thpd_own */
@@ -61,6 +72,7 @@ struct thpd_rule_totals {
 /* The figures of the last pass, summed over the rule's processes. */
 struct thpd_rule_last {
 	uint64_t processes, anon, huge, alignable, over_budget;
+	uint64_t noncompliant; /* huge bytes of its processes whose policy is never or nohuge */
 	/* Anonymous bytes by folio size, summed over the processes whose sizes
 	 * are known (folio_procs of them): base pages, then thpd_state.sizes[]. */
 	uint64_t folio_procs, folio_base, folio_bytes[THP_PROBE_MAX_SIZES];
@@ -83,8 +95,9 @@ struct thpd_config {
 	bool http_process_metrics; /* per-process figures on HTTP too, not only the socket */
 	struct thpd_rule *rules;
 	size_t nrules;
-	bool uses_user;	  /* some rule matches by user */
-	bool uses_cgroup; /* some rule matches by cgroup */
+	bool uses_user;	     /* some rule matches by user */
+	bool uses_cgroup;    /* some rule matches by cgroup */
+	bool uses_container; /* some rule matches by container or pod */
 };
 
 /* config.c */
@@ -97,13 +110,20 @@ void thpd_config_free(struct thpd_config *c);
 void thpd_config_print(const struct thpd_config *c, FILE *out);
 const char *thpd_rule_policy_name(int policy);
 const char *thpd_own_name(int own); /* own_policy = values */
+/* A rule's policy = as the rules list and the metrics show it ("annotation": none but
+ * policy_from_annotation). */
+const char *thpd_rule_shown_policy(const struct thpd_rule_conf *r);
+/* The rule has something to match a process by. */
+bool thpd_rule_has_matcher(const struct thpd_rule_conf *r);
 
 /* rules.c */
+struct thpd_ctr; /* container.h */
 struct thpd_ident {
 	char cgroup[512];
 	char exe[512];
 	uid_t uid;
 	bool have_cgroup, have_exe, have_uid;
+	struct thpd_ctr *ctr; /* its container, a reference held; NULL: none */
 };
 /* Read what the rules need of PID; -1 when the process is gone. */
 int thpd_ident_read(pid_t pid, const struct thpd_config *c, struct thpd_ident *id);
@@ -111,6 +131,11 @@ int thpd_ident_read(pid_t pid, const struct thpd_config *c, struct thpd_ident *i
 int thpd_ident_cgroup(pid_t pid, struct thpd_ident *id);
 /* Index of the first matching rule, or -1. */
 int thpd_rules_match(const struct thpd_config *c, const struct thpd_ident *id);
+/* The policy rule @r has for the process: its own, or its container's
+ * libthp.io/thp-policy (policy_from_annotation); -1 when it has none. */
+int thpd_proc_policy(const struct thpd_rule *r, const struct thpd_ident *id);
+/* Drop what @id holds (its container reference). */
+void thpd_ident_release(struct thpd_ident *id);
 
 /* procscan.c */
 struct thpd_scan;
@@ -150,7 +175,8 @@ struct thpd_proc {
 	pid_t pid;
 	uint64_t starttime;
 	int pidfd;
-	int rule; /* index into the current rules, -1 unmatched */
+	int rule;   /* index into the current rules, -1 unmatched */
+	int policy; /* what the rule says for it (thpd_proc_policy()) */
 	char comm[32];
 	bool inject_done;      /* a never/nohuge/system rule was applied (or refused) */
 	bool skipped;	       /* setuid or own never/nohuge policy: left alone */
@@ -205,6 +231,8 @@ struct thpd_state {
 	uint64_t sizes[THP_PROBE_MAX_SIZES];
 	int folio_source; /* of the last query: enum thp_folio_source, -1 none yet */
 	bool folio_none_logged;
+	bool reload_ok;		 /* the last configuration load (start or SIGHUP) succeeded */
+	double reload_ok_time_s; /* CLOCK_REALTIME of the last successful load */
 };
 
 /* pass.c */
@@ -225,6 +253,8 @@ void thpd_consider(struct thpd_state *st, pid_t pid);
 /* The matched processes, largest anonymous memory first, in a malloc'd array
  * @out: their count (0 and maybe NULL on out of memory). */
 size_t thpd_matched_by_anon(const struct thpd_state *st, const struct thpd_proc ***out);
+/* A configuration load (start or reload) ended: @ok, and when, for the reload metrics. */
+void thpd_note_reload(struct thpd_state *st, bool ok);
 
 /* metrics.c (Prometheus text), status_json.c (the status JSON): text into a
  * malloc'd buffer; NULL on out of memory. */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* thpd: what several files need: small /proc files and their fields, auxv, RSS, errno labels. */
+/* thpd: what several files need: small /proc files and their fields, auxv, RSS, fds, start time, errno labels. */
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -96,4 +97,48 @@ uint64_t thpd_rss_bytes(void)
 	if (sscanf(buf, "%lu %lu", &size, &rss) != 2)
 		return 0;
 	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+long thpd_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	long n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the listing's own descriptor */
+}
+
+double thpd_start_time_s(void)
+{
+	char buf[1024], *p;
+	unsigned long long start = 0, btime = 0;
+	long tck = sysconf(_SC_CLK_TCK);
+	FILE *f;
+	int i;
+
+	f = fopen("/proc/self/stat", "re");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	p = p ? strrchr(buf, ')') : NULL;
+	/* Field 22 is starttime: 20 spaces after the ")" that ends field 2. */
+	for (i = 0; p && i < 20; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %llu", &start) != 1 || tck <= 0)
+		return 0;
+	/* /proc/stat grows with the CPUs: read line by line, not whole. */
+	f = fopen("/proc/stat", "re");
+	if (!f)
+		return 0;
+	while (fgets(buf, sizeof(buf), f))
+		if (sscanf(buf, "btime %llu", &btime) == 1)
+			break;
+	fclose(f);
+	return btime ? (double)btime + (double)start / (double)tck : 0;
 }

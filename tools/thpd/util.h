@@ -22,6 +22,10 @@ bool thpd_auxv_value(const uint64_t *aux, ssize_t n, uint64_t type, uint64_t *va
 
 /* Resident memory of the daemon, from /proc/self/statm; 0 when unknown. */
 uint64_t thpd_rss_bytes(void);
+/* Open descriptors of the daemon (the standard process_open_fds); -1 when unknown. */
+long thpd_open_fds(void);
+/* The daemon's start, seconds since the epoch (process_start_time_seconds); 0 when unknown. */
+double thpd_start_time_s(void);
 
 /* The errnos a collapse failure is counted under; the last slot is "other". */
 #define THPD_NERRNO 6
