@@ -35,6 +35,15 @@ struct thpd_scan {
 static int connector_open(void)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC, .nl_pid = 0 };
+	/*
+	 * The connector's message is a cn_msg whose flexible data[] is the
+	 * operation: laid out as it goes on the wire, which clang calls a GNU
+	 * extension (gcc and the kernel's own samples use it).
+	 */
+#ifdef __clang__
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wgnu-variable-sized-type-not-at-end"
+#endif
 	struct {
 		struct nlmsghdr nh;
 		struct cn_msg cn;
@@ -45,6 +54,9 @@ static int connector_open(void)
 		struct cn_msg cn;
 		uint32_t op, events;
 	} __attribute__((packed)) filt;
+#ifdef __clang__
+#pragma clang diagnostic pop
+#endif
 	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR);
 
 	if (fd < 0)
