@@ -184,7 +184,7 @@ static pid_t stat_pgrp(int dirfd, const char *name)
 static uint64_t rollup_anon_huge(int dirfd, const char *name)
 {
 	char path[300], line[256];
-	uint64_t kb = 0;
+	unsigned long long kb = 0;
 	int fd;
 	FILE *f;
 
@@ -198,7 +198,7 @@ static uint64_t rollup_anon_huge(int dirfd, const char *name)
 		return 0;
 	}
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
+		if (sscanf(line, "AnonHugePages: %llu kB", &kb) == 1)
 			break;
 	fclose(f);
 	return kb * 1024;
