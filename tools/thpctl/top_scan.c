@@ -250,7 +250,8 @@ int top_scan(const struct top_filter *f, struct top_snapshot *s)
 	}
 	closedir(d);
 	/* Children of thpctl run's collapse agent: their parent is in this scan. */
-	qsort(s->procs, s->n, sizeof(s->procs[0]), cmp_pid);
+	if (s->n) /* (procs is NULL before the first process) */
+		qsort(s->procs, s->n, sizeof(s->procs[0]), cmp_pid);
 	for (size_t i = 0; i < s->n; i++) {
 		struct top_proc *p = &s->procs[i];
 		const struct top_proc *parent = find_pid(s->procs, s->n, p->ppid);
@@ -265,7 +266,8 @@ int top_scan(const struct top_filter *f, struct top_snapshot *s)
 		struct top_proc *copy = malloc((s->n ? s->n : 1) * sizeof(*copy));
 
 		if (copy) {
-			memcpy(copy, s->procs, s->n * sizeof(*copy));
+			if (s->n)
+				memcpy(copy, s->procs, s->n * sizeof(*copy));
 			free(s->prev);
 			s->prev = copy;
 			s->nprev = s->n;
