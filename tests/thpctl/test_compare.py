@@ -118,6 +118,21 @@ def tlb_json_svg(tmp):
     check(len(dots) == 6, f"the chart has {len(dots)} dots, expected 6")
     titles = " ".join(c.find("{http://www.w3.org/2000/svg}title").text for c in dots)
     check("pair 3, huge" in titles and "pair 1, never" in titles, f"chart titles: {titles}")
+    check_axis(root, [float(t.split(": ")[1]) for t in titles.split("pair ")[1:]])
+
+
+def check_axis(root, values):
+    """The y axis: round ticks from 0, evenly spaced, the top one above every value."""
+    mult = {"k": 1e3, "M": 1e6}
+    ticks = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")
+             if t.get("text-anchor") == "end"]
+    nums = [float(t[:-1]) * mult[t[-1]] if t[-1] in mult else float(t) for t in ticks]
+    check(len(nums) >= 2 and nums[0] == 0, f"y ticks {ticks} do not start at 0")
+    step = nums[1] - nums[0]
+    check(all(abs(b - a - step) <= step * 1e-6 for a, b in zip(nums, nums[1:])),
+          f"y ticks {ticks} not evenly spaced")
+    check(len("%g" % step) <= 5, f"y tick step {step} is not a round number: {ticks}")
+    check(nums[-1] >= max(values), f"top tick {ticks[-1]} below the largest value {max(values)}")
 
 
 def small_table():

@@ -261,6 +261,35 @@ static void xml_text(FILE *out, const char *text)
 		}
 }
 
+/* A tick step of 1, 2 or 5 times a power of ten: round labels a reader takes in at once. */
+static double nice_step(double span)
+{
+	double raw = span / 4, mag = 1;
+
+	/* thpctl links no libm: the power of ten by steps. */
+	while (mag * 10 <= raw)
+		mag *= 10;
+	while (mag > raw && mag > 1e-9)
+		mag /= 10;
+	double f = raw / mag;
+
+	if (f <= 1)
+		return mag;
+	if (f <= 2)
+		return 2 * mag;
+	return (f <= 5 ? 5 : 10) * mag;
+}
+
+static void tick_label(char *buf, size_t len, double v, double step)
+{
+	if (step >= 1e6)
+		snprintf(buf, len, "%gM", v / 1e6);
+	else if (step >= 1e3)
+		snprintf(buf, len, "%gk", v / 1e3);
+	else
+		snprintf(buf, len, "%g", v);
+}
+
 /* The chart's figure: the --metric if there is one, else the wall time. */
 int compare_write_svg(const char *path, const struct compare_spec *s,
 		      const struct compare_run *runs, size_t nruns)
@@ -283,9 +312,16 @@ int compare_write_svg(const char *path, const struct compare_spec *s,
 		lo = 0;
 		hi = 1;
 	}
-	/* From zero, so that a ratio looks like one; some headroom above. */
+	/* From zero, so that a ratio looks like one; up to the tick above the highest value. */
 	lo = dmin(lo, 0);
-	hi = hi > lo ? hi * 1.1 : lo + 1;
+	if (!(hi > lo))
+		hi = lo + 1;
+	double step = nice_step(hi - lo);
+	int nticks = 1;
+
+	while (lo + step * nticks < hi * (1 - 1e-9))
+		nticks++;
+	hi = lo + step * nticks;
 	double plot_w = w - left - right, plot_h = h - top - bottom;
 	double x_step = s->pairs > 1 ? plot_w / (s->pairs - 1) : 0;
 
@@ -303,12 +339,13 @@ int compare_write_svg(const char *path, const struct compare_spec *s,
 		top, left, h - bottom);
 	fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", left,
 		h - bottom, w - right, h - bottom);
-	for (int t = 0; t <= 4; t++) {
-		double val = lo + (hi - lo) * t / 4;
-		double y = top + plot_h * (1 - (double)t / 4);
+	for (int t = 0; t <= nticks; t++) {
+		double y = top + plot_h * (1 - (double)t / nticks);
+		char label[32];
 
-		fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n",
-			left - 6, y + 4, val);
+		tick_label(label, sizeof(label), lo + step * t, step);
+		fprintf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+			left - 6, y + 4, label);
 		fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
 			left + 1, y, w - right, y);
 	}
