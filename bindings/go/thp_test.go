@@ -5,6 +5,7 @@ package thp
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"runtime"
@@ -21,6 +22,12 @@ func TestMain(m *testing.M) {
 		os.Exit(helperTarget())
 	case "default":
 		os.Exit(helperDefault())
+	}
+	// In a guest (vm_init) the output is seen only when a test fails: all
+	// of it.  -test.short: fewer rounds where TCG is many times slower.
+	if os.Getenv("THP_TEST_NO_SKIP") == "1" {
+		flag.Set("test.v", "true")
+		flag.Set("test.short", "true")
 	}
 	os.Exit(m.Run())
 }
@@ -187,16 +194,33 @@ func helperDefault() int {
 		fmt.Printf("FAIL "+f+"\n", a...)
 		return 1
 	}
-	set, err := SetDefault(PolicyNoHuge, nil)
+	p, err := Probe()
 	if err != nil {
-		return fail("SetDefault(nohuge): %v", err)
+		return fail("Probe: %v", err)
 	}
-	got, err := GetDefault(nil)
-	if err != nil || got.Policy != PolicyNoHuge {
-		return fail("GetDefault after nohuge: %+v, %v", got, err)
-	}
-	if set.BackendUsed == 0 {
-		return fail("SetDefault: no backend: %+v", set)
+	set, err := SetDefault(PolicyNoHuge, nil)
+	if p.ThpDisableExceptAdvised {
+		if err != nil {
+			return fail("SetDefault(nohuge): %v", err)
+		}
+		got, err := GetDefault(nil)
+		if err != nil || got.Policy != PolicyNoHuge {
+			return fail("GetDefault after nohuge: %+v, %v", got, err)
+		}
+		if set.BackendUsed == 0 {
+			return fail("SetDefault: no backend: %+v", set)
+		}
+	} else {
+		// Before 6.18 (Debian 12's 6.1) a mainline kernel cannot: refused, with the reason.
+		var te *Error
+		if !errors.As(err, &te) || te.Errno != syscall.EOPNOTSUPP || te.Op != "thp_set_default" ||
+			!strings.Contains(te.Detail, "NOHUGE") {
+			return fail("SetDefault(nohuge) without PR_THP_DISABLE_EXCEPT_ADVISED = %+v, %v; "+
+				"want EOPNOTSUPP with a detail naming NOHUGE", set, err)
+		}
+		if got, err := GetDefault(nil); err != nil || got.Policy != PolicySystem {
+			return fail("GetDefault after a refused nohuge: %+v, %v; want system", got, err)
+		}
 	}
 	if _, err := SetDefault(PolicyNever, nil); err != nil {
 		return fail("SetDefault(never): %v", err)
@@ -224,6 +248,38 @@ func TestSetGetDefault(t *testing.T) {
 	got, err := GetDefault(nil)
 	if err != nil || got.Policy == PolicyNever {
 		t.Errorf("GetDefault in the parent: %+v, %v", got, err)
+	}
+}
+
+// A call the running kernel refuses is reported with the library's errno
+// and detail: process_madvise() on the calling process with HUGE (6.13+;
+// the library refuses it before 6.13, as in Debian 12's 6.1).
+func TestKernelRefusal(t *testing.T) {
+	requireMadviseMode(t)
+	p, err := Probe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mapAligned(t, hugeSize)
+	addr := uint64(uintptr(unsafe.Pointer(&b[0])))
+	res, err := ApplyRanges(AdviceHuge, []Range{RangeOf(b)}, &ApplyOptions{Backend: BackendProcessMadvise})
+	t.Logf("ProcessMadviseSelfHuge %v: %+v, %v", p.ProcessMadviseSelfHuge, res, err)
+	e := smapsAt(t, 0, addr)
+	if p.ProcessMadviseSelfHuge {
+		if err != nil || res.Advised != 1 || res.BackendUsed != BackendProcessMadvise {
+			t.Fatalf("ApplyRanges(HUGE, process_madvise) = %+v, %v", res, err)
+		}
+		if !e.hasFlag("hg") {
+			t.Errorf("VmFlags %v after HUGE: want hg", e.vmFlags)
+		}
+		return
+	}
+	var te *Error
+	if !errors.As(err, &te) || te.Errno != syscall.EOPNOTSUPP || te.Op != "thp_apply_ranges" || te.Detail == "" {
+		t.Fatalf("ApplyRanges(HUGE, process_madvise) = %+v, %v; want EOPNOTSUPP with a detail", res, err)
+	}
+	if e.hasFlag("hg") || e.hasFlag("nh") {
+		t.Errorf("a refused call changed the mapping: VmFlags %v", e.vmFlags)
 	}
 }
 
@@ -283,7 +339,7 @@ func TestCollapseSelf(t *testing.T) {
 	addr := uint64(uintptr(unsafe.Pointer(&b[0])))
 	touch(b)
 	if e := smapsAt(t, 0, addr); e.anonHugePages != 0 {
-		t.Skipf("already huge before the collapse")
+		skipf(t, "already huge before the collapse")
 	}
 	res, err := ApplyRanges(AdviceCollapse, []Range{RangeOf(b)}, nil)
 	if err != nil {
@@ -434,13 +490,17 @@ func TestGoroutinesDetail(t *testing.T) {
 		want[0] == want[3] || want[2] != "" {
 		t.Fatalf("details %q: want three different ones and a success", want)
 	}
+	rounds := 1000
+	if testing.Short() {
+		rounds = 200
+	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 16)
 	for g := 0; g < 16; g++ {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
-			for i := 0; i < 1000; i++ {
+			for i := 0; i < rounds; i++ {
 				k := (g + i) % len(calls)
 				_, err := ApplyRanges(calls[k].advice, calls[k].ranges, nil)
 				got := ""

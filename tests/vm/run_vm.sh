@@ -137,6 +137,10 @@ if [ "${THP_VM_ONLY:-}" = mthp ]; then
 	log_name=$label.mthp-only # not a log tables.py reads
 	extra_args="thp_only=mthp"
 fi
+# THP_VM_ONLY=host: the host test programs alone (a binding's guest test).
+if [ "${THP_VM_ONLY:-}" = host ]; then
+	extra_args="thp_only=host"
+fi
 # A guest kernel that crashes before /init prints anything has run none of
 # our code: boot it again, at most twice, and say so.  So does an "Oops:
 # int3" in the kernel's own text: the Debian 7.2 kernel hit one in

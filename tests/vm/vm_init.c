@@ -40,6 +40,7 @@
 static char conf_buf[8192];
 static const char *conf_thpctl, *conf_preload, *conf_child_report, *conf_model, *conf_target32;
 static const char *conf_toucher; /* mthp_toucher, for check_mthp() */
+static const char *conf_cases;   /* tests/model/cases.txt, for the bindings' tests */
 static const char *host_tests[MAX_TESTS];
 static size_t nr_host_tests;
 
@@ -67,6 +68,8 @@ static void read_conf(void)
 			conf_toucher = v;
 		else if (!strcmp(line, "target32"))
 			conf_target32 = v;
+		else if (!strcmp(line, "cases"))
+			conf_cases = v;
 		else if (!strcmp(line, "test") && nr_host_tests < MAX_TESTS)
 			host_tests[nr_host_tests++] = v;
 		else if (!strcmp(line, "test"))
@@ -86,17 +89,21 @@ static const char *base_name(const char *path)
  * The host's test programs, as meson runs them there (CK_FORK=yes), under
  * "madvise" as on the host; each case may take ten times its host timeout
  * (TCG).  The pass line carries Check's summary; a failure carries all
- * that the program printed (run_vm.sh keeps VMTEST lines only).
+ * that the program printed (run_vm.sh keeps VMTEST lines only).  A skip
+ * fails: exit 77 here, THP_TEST_NO_SKIP=1 for the Go tests (whose skipped
+ * tests exit 0); THP_CASES names the case table (cases=PATH) if sent.
  */
 static void run_host_tests(void)
 {
 	static char out[1 << 16];
-	char child_report_env[300];
+	char child_report_env[300], cases_env[300];
 	char *envp[] = { (char *)"CK_FORK=yes", (char *)"CK_TIMEOUT_MULTIPLIER=10",
-			 (char *)"THP_TEST_PRIVILEGED=1", child_report_env, NULL };
+			 (char *)"THP_TEST_PRIVILEGED=1", (char *)"THP_TEST_NO_SKIP=1",
+			 child_report_env, conf_cases ? cases_env : NULL, NULL };
 
 	snprintf(child_report_env, sizeof(child_report_env), "THP_CHILD_REPORT=%s",
 		 conf_child_report ? conf_child_report : "");
+	snprintf(cases_env, sizeof(cases_env), "THP_CASES=%s", conf_cases ? conf_cases : "");
 	printf("VMTEST INFO host test programs:");
 	for (size_t i = 0; i < nr_host_tests; i++)
 		printf(" %s", base_name(host_tests[i]));
@@ -236,6 +243,12 @@ int main(int argc, char **argv)
 		}
 	}
 #endif
+	/* The host programs alone (run_vm.sh, THP_VM_ONLY=host): a binding's
+	 * tests, whose kernel the full vm-<kernel> test already checks. */
+	if (strstr(cmdline, "thp_only=host")) {
+		run_host_tests();
+		goto done;
+	}
 	run_host_tests();
 	check_abi();
 	check_probe();
