@@ -1604,6 +1604,36 @@ def case_labels(args, tmp):
         d.stop()
 
 
+def case_logforge(args, tmp):
+    """A process name another user chose (a newline, a syslog priority, a
+    terminal escape) stays inside thpd's one log line: no forged record."""
+    os.chmod(tmp, 0o755)
+    wdir = os.path.join(tmp, "w")
+    os.mkdir(wdir, 0o755)
+    # comm is the first 15 bytes of the name; /proc/PID/stat shows it raw.
+    exe = os.path.join(wdir.encode(), b"x\n<0>FORGED\x1b[2J")
+    shutil.copy(args.workload, exe)
+    os.chmod(exe, 0o755)
+    d = Daemon(args, tmp, f"[rule w]\nexe = {wdir}/*\npolicy = huge\n")
+    w = None
+    try:
+        w = Workload(exe, 4, user=65534)
+        d.start(["--verbose"])
+        check(wait_for(lambda: f"process {w.pid} (".encode() in open(d.log, "rb").read(), 10),
+              f"no log line names process {w.pid}: {d.logtext()[-2000:]}")
+        with open(d.log, "rb") as f:
+            log = f.read()
+        lines = log.split(b"\n")
+        forged = [ln for ln in lines if b"FORGED" in ln and not ln.startswith(b"<7>process ")]
+        check(not forged, f"a forged log line: {forged}")
+        check(b"\x1b" not in log, "a raw escape byte in the log")
+        check(b"(x\\x0a<0>FORGED\\x1b[2J)" in log, f"the name not escaped: {[ln for ln in lines if b'FORGED' in ln]}")
+    finally:
+        if w:
+            w.stop()
+        d.stop()
+
+
 def case_httpprocs(args, tmp):
     """Per-process figures are on the root-only socket; on HTTP only with
     http_process_metrics = yes.  Per-rule figures are on both."""
