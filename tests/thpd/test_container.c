@@ -512,6 +512,32 @@ static void test_cache(void)
 	CHECK(!thpd_ctr_get("0::/user.slice/user-1000.slice/session-1.scope\n"), "not a container");
 }
 
+/* A user who makes a cgroup per process in their own subtree, named after a
+ * container each: root's containers keep their identity. */
+static void test_flood(void)
+{
+	static struct thpd_ctr *mine[THPD_CTR_CACHE_MAX];
+	struct thpd_ctr *root_ctr, *other;
+	size_t kept = 0;
+	char id[65];
+
+	for (int i = 0; i < THPD_CTR_CACHE_MAX; i++) {
+		snprintf(id, sizeof(id), "%064x", i + 1);
+		mine[i] = get("/user.slice/user-4321.slice/user@4321.service/user.slice/libpod-%s.scope", id);
+		kept += mine[i] != NULL;
+	}
+	CHECK(kept <= THPD_CTR_ROOTLESS_USER_MAX, "%zu rootless containers of one user cached", kept);
+	root_ctr = get("/machine.slice/libpod-%s.scope", ID('1'));
+	CHECK(root_ctr, "root's container unidentified after %d cgroups of a user", THPD_CTR_CACHE_MAX);
+	other = get("/user.slice/user-4322.slice/user@4322.service/user.slice/libpod-%s.scope", ID('2'));
+	CHECK(other, "another user's container unidentified after %d cgroups of a user", THPD_CTR_CACHE_MAX);
+	thpd_ctr_put(root_ctr);
+	thpd_ctr_put(other);
+	for (int i = 0; i < THPD_CTR_CACHE_MAX; i++)
+		thpd_ctr_put(mine[i]);
+	CHECK(thpd_ctr_stats()->entries == 0, "entries left: %llu", (unsigned long long)thpd_ctr_stats()->entries);
+}
+
 static uint64_t now_ns(clockid_t clk)
 {
 	struct timespec ts;
@@ -589,6 +615,7 @@ int main(int argc, char **argv)
 		test_runtimes();
 		test_hostile();
 		test_cache();
+		test_flood();
 		r = failures != 0;
 		printf("%s: %d failures\n", argv[0], failures);
 	}

@@ -825,6 +825,91 @@ def case_exec_race(args, tmp):
     raise Fail(f"no exec detected during a collapse in 3 tries: {tries}")
 
 
+def strace_child(pid, exe):
+    """The process strace started, once it runs @exe (strace forks probes of its own first)."""
+    def child():
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                kids = f.read().split()
+        except OSError:
+            return 0
+        for k in kids:
+            try:
+                if os.readlink(f"/proc/{k}/exe") == os.path.realpath(exe):
+                    return int(k)
+            except OSError:
+                pass
+        return 0
+    kid = wait_for(child, 10, 0.01)
+    check(kid, f"strace did not start {exe}")
+    return kid
+
+
+def case_pidreuse(args, tmp):
+    """A matched process of another user exits and its PID goes to a process
+    no rule matches while thpd is between reading the first and opening its
+    pidfd (held there 3 s by strace): the decision taken for the first is not
+    applied to the second (no inject, THP_enabled stays 1)."""
+    strace = shutil.which("strace")
+    if not strace:
+        if CI:
+            raise Fail("strace (Debian: strace) is missing in CI")
+        print("strace not installed: the case needs it to hold thpd in pidfd_open()")
+        return SKIP
+    os.chmod(tmp, 0o755)
+    attacker = copy_workload(args, tmp, "wl-attacker")
+    victim = copy_workload(args, tmp, "wl-victim")
+    d = Daemon(args, tmp, f"[rule off]\nexe = {attacker}\npolicy = never\nenforce = inject\n")
+    a = v = tr = None
+    thpd = 0
+    try:
+        a = Workload(attacker, 4, user=65534)
+        d.logf = open(d.log, "a")
+        tr = subprocess.Popen([strace, "-qq", "-o", "/dev/null", "-e", "trace=pidfd_open",
+                               "-e", "inject=pidfd_open:delay_enter=3000000"] + d.cmdline,
+                              stderr=d.logf)
+        d.p = tr
+        thpd = strace_child(tr.pid, args.thpd)
+
+        def in_open():
+            try:
+                with open(f"/proc/{thpd}/syscall") as f:
+                    w = f.read().split()
+            except OSError:
+                return False
+            return len(w) > 1 and w[0] == "434" and int(w[1], 16) == a.pid
+        check(wait_for(in_open, 10, 0.01), f"thpd did not reach pidfd_open({a.pid}): {d.logtext()}")
+        a.p.kill()
+        a.p.wait()
+        pid = a.pid
+        for _ in range(200):
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(pid - 1))
+            v = Workload(victim, 4)
+            if v.pid == pid:
+                break
+            v.stop()
+            v = None
+        check(v, f"PID {pid} not taken again (other processes forked meanwhile)")
+        check(in_open(), "thpd left pidfd_open() before PID reuse: the 3 s delay was too short")
+        check(wait_for(lambda: not in_open() and d.passes() >= 3, 20), f"thpd made no passes: {d.logtext()}")
+        with open(f"/proc/{v.pid}/status") as f:
+            status = f.read()
+        check("THP_enabled:\t1" in status and v.cmd("prctl") == "thp_disable 0",
+              f"process {v.pid} (no rule) got rule off's policy: {d.logtext()[-1500:]}")
+        check(not [p for p in d.status()["processes"] if p["pid"] == v.pid],
+              f"process {v.pid} (no rule) listed as matched")
+        print(f"PID {pid} reused while thpd waited in pidfd_open(): left alone")
+    finally:
+        for w in (a, v):
+            if w:
+                w.stop()
+        # thpd itself: strace does not pass SIGTERM on; it exits with thpd.
+        if thpd:
+            os.kill(thpd, signal.SIGTERM)
+        d.stop()
+
+
 def case_storm(args, tmp):
     """A fork and exec storm under a tiny CPU budget: the events' handling is
     charged and throttled (deferred or dropped, the passes match instead),
@@ -1601,6 +1686,36 @@ def case_labels(args, tmp):
     finally:
         p.kill()
         p.wait()
+        d.stop()
+
+
+def case_logforge(args, tmp):
+    """A process name another user chose (a newline, a syslog priority, a
+    terminal escape) stays inside thpd's one log line: no forged record."""
+    os.chmod(tmp, 0o755)
+    wdir = os.path.join(tmp, "w")
+    os.mkdir(wdir, 0o755)
+    # comm is the first 15 bytes of the name; /proc/PID/stat shows it raw.
+    exe = os.path.join(wdir.encode(), b"x\n<0>FORGED\x1b[2J")
+    shutil.copy(args.workload, exe)
+    os.chmod(exe, 0o755)
+    d = Daemon(args, tmp, f"[rule w]\nexe = {wdir}/*\npolicy = huge\n")
+    w = None
+    try:
+        w = Workload(exe, 4, user=65534)
+        d.start(["--verbose"])
+        check(wait_for(lambda: f"process {w.pid} (".encode() in open(d.log, "rb").read(), 10),
+              f"no log line names process {w.pid}: {d.logtext()[-2000:]}")
+        with open(d.log, "rb") as f:
+            log = f.read()
+        lines = log.split(b"\n")
+        forged = [ln for ln in lines if b"FORGED" in ln and not ln.startswith(b"<7>process ")]
+        check(not forged, f"a forged log line: {forged}")
+        check(b"\x1b" not in log, "a raw escape byte in the log")
+        check(b"(x\\x0a<0>FORGED\\x1b[2J)" in log, f"the name not escaped: {[ln for ln in lines if b'FORGED' in ln]}")
+    finally:
+        if w:
+            w.stop()
         d.stop()
 
 

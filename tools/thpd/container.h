@@ -43,6 +43,7 @@ int thpd_ctr_parse_proc_cgroup(const char *text, struct thpd_ctr_ref *ref);
 #define THPD_CTR_VALUE_MAX 4096	      /* bytes of a value (longer ones are dropped) */
 #define THPD_CTR_NAME_MAX 256	      /* bytes of a name, namespace or UID */
 #define THPD_CTR_CACHE_MAX 8192	      /* containers in the cache */
+#define THPD_CTR_ROOTLESS_USER_MAX 64 /* of them, rootless ones of one user */
 #define THPD_POLICY_ANNOTATION "libthp.io/thp-policy"
 
 struct thpd_kv {

@@ -551,6 +551,25 @@ static size_t hash_of(const char *id)
  * them) is read again by a new process of it, at most this often. */
 #define RETRY_NS (1000ULL * 1000000ULL)
 
+/*
+ * Room for another rootless container of @owner.  A user makes cgroups
+ * (and records, up to THPD_CTR_RECORD_MAX each) in their own subtree at
+ * will: without a bound of their own, theirs would fill the cache, leave
+ * root's containers unidentified and hold gigabytes of their records.
+ */
+static bool rootless_room(uid_t owner)
+{
+	size_t all = 0, mine = 0;
+
+	for (size_t i = 0; i < NHASH; i++)
+		for (const struct thpd_ctr *c = cache.hash[i]; c; c = c->next)
+			if (c->rootless) {
+				all++;
+				mine += c->owner == owner;
+			}
+	return all < THPD_CTR_CACHE_MAX / 2 && mine < THPD_CTR_ROOTLESS_USER_MAX;
+}
+
 struct thpd_ctr *thpd_ctr_get(const char *cgroup_text)
 {
 	struct thpd_ctr_ref ref;
@@ -570,7 +589,7 @@ struct thpd_ctr *thpd_ctr_get(const char *cgroup_text)
 		c->refs++;
 		return c;
 	}
-	if (cache.stats.entries >= THPD_CTR_CACHE_MAX)
+	if (cache.stats.entries >= THPD_CTR_CACHE_MAX || (ref.rootless && !rootless_room(ref.owner)))
 		return NULL;
 	c = calloc(1, sizeof(*c));
 	if (!c)

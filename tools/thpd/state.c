@@ -190,7 +190,14 @@ static void visit(void *arg, pid_t pid)
 	pol = rule >= 0 ? thpd_proc_policy(&st->cfg.rules[rule], &p->id) : -1;
 	if (rule >= 0 && p->pidfd < 0) {
 		p->pidfd = open_pidfd(pid);
-		if (p->pidfd < 0) {
+		/*
+		 * The process may have exited since its stat was read and its PID
+		 * gone to another (another user's) process: the pidfd would be
+		 * that one's, which the match was not about.  The same start time
+		 * read after the pidfd was opened proves it is the one matched.
+		 */
+		if (p->pidfd < 0 || thpd_proc_stat(pid, NULL, 0, &start) < 0 ||
+		    start != p->starttime) {
 			forget_proc(st, p);
 			return;
 		}
