@@ -848,7 +848,7 @@ def strace_child(pid, exe):
 def case_pidreuse(args, tmp):
     """A matched process of another user exits and its PID goes to a process
     no rule matches while thpd is between reading the first and opening its
-    pidfd (held there 3 s by strace): the decision taken for the first is not
+    pidfd (held there 8 s by strace: room for a loaded machine): the decision taken for the first is not
     applied to the second (no inject, THP_enabled stays 1)."""
     strace = shutil.which("strace")
     if not strace:
@@ -866,7 +866,7 @@ def case_pidreuse(args, tmp):
         a = Workload(attacker, 4, user=65534)
         d.logf = open(d.log, "a")
         tr = subprocess.Popen([strace, "-qq", "-o", "/dev/null", "-e", "trace=pidfd_open",
-                               "-e", "inject=pidfd_open:delay_enter=3000000"] + d.cmdline,
+                               "-e", "inject=pidfd_open:delay_enter=8000000"] + d.cmdline,
                               stderr=d.logf)
         d.p = tr
         thpd = strace_child(tr.pid, args.thpd)
@@ -891,8 +891,8 @@ def case_pidreuse(args, tmp):
             v.stop()
             v = None
         check(v, f"PID {pid} not taken again (other processes forked meanwhile)")
-        check(in_open(), "thpd left pidfd_open() before PID reuse: the 3 s delay was too short")
-        check(wait_for(lambda: not in_open() and d.passes() >= 3, 20), f"thpd made no passes: {d.logtext()}")
+        check(in_open(), "thpd left pidfd_open() before PID reuse: the 8 s delay was too short")
+        check(wait_for(lambda: not in_open() and d.passes() >= 3, 40), f"thpd made no passes: {d.logtext()}")
         with open(f"/proc/{v.pid}/status") as f:
             status = f.read()
         check("THP_enabled:\t1" in status and v.cmd("prctl") == "thp_disable 0",
