@@ -258,7 +258,11 @@ def timed_run(exe, text):
 
 
 def bench(args):
-    """The hook against a waiting init, the hook with nothing to do, and cat(1), interleaved."""
+    """The hook against a waiting init, the hook with nothing to do, and cat(1), interleaved.
+
+    Every figure includes this interpreter's spawn; bench/oci_hook_cost.c times the
+    hook as a runtime starts it, without that.
+    """
     n = args.n
     runs = {}
     cat = shutil.which("cat")
