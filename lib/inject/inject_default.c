@@ -46,8 +46,12 @@ static long set_session(void *arg)
 	if (!err && prev > 0)
 		err = inject_vet(&s, false, SYS_prctl, PR_SET_THP_DISABLE, 1,
 				 (unsigned long)prev & PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0);
-	/* Clear first: one disable mode is not set over the other. */
-	if (!err)
+	/*
+	 * Clear first: one disable mode is not set over the other.  Nothing
+	 * to clear in a fresh process (a container's init at createRuntime):
+	 * one injected call, two ptrace stops, fewer.
+	 */
+	if (!err && prev != 0)
 		r = inject_syscall(&s, SYS_prctl, PR_SET_THP_DISABLE, 0, 0, 0, 0, &err);
 	if (!err && !r && q->policy != THP_POLICY_SYSTEM)
 		r = inject_syscall(&s, SYS_prctl, PR_SET_THP_DISABLE, 1, flags, 0, 0, &err);

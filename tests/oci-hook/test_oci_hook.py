@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """thp-oci-hook against real processes, with the state a runtime would send.
 
-    test_oci_hook.py --hook PATH --hooks-json PATH CASE
+    test_oci_hook.py --hook PATH --hooks-json PATH [--linkage static-pie|dynamic] CASE
     test_oci_hook.py --hook PATH bench [N]
 
 Each case starts a child that stands for a container's init process: it
@@ -240,6 +240,30 @@ def case_hooks_json(args):
         check(not re.search(value, v), "value %r does not run the hook" % v)
 
 
+def case_linkage(args):
+    """Linked as meson chose: static-pie (no interpreter, placed at random) or dynamic."""
+    import struct
+    with open(args.hook, "rb") as f:
+        elf = f.read()
+    check(elf[:4] == b"\x7fELF", "an ELF file")
+    is64 = elf[4] == 2
+    end = "<" if elf[5] == 1 else ">"
+    e_type = struct.unpack_from(end + "H", elf, 16)[0]
+    if is64:
+        phoff, = struct.unpack_from(end + "Q", elf, 32)
+        phentsize, phnum = struct.unpack_from(end + "HH", elf, 54)
+    else:
+        phoff, = struct.unpack_from(end + "I", elf, 28)
+        phentsize, phnum = struct.unpack_from(end + "HH", elf, 42)
+    types = [struct.unpack_from(end + "I", elf, phoff + i * phentsize)[0] for i in range(phnum)]
+    PT_INTERP, ET_DYN = 3, 3
+    check(e_type == ET_DYN, "position independent (ET_DYN), so placed at random")
+    if args.linkage == "static-pie":
+        check(PT_INTERP not in types, "static-pie: no PT_INTERP, ld.so loads nothing")
+    else:
+        check(PT_INTERP in types, "dynamic: PT_INTERP (a sanitizer build)")
+
+
 def timed_run(exe, text):
     """Wall time and CPU time (user + system, its children included) of one run, in ms."""
     r, w = os.pipe()
@@ -258,7 +282,11 @@ def timed_run(exe, text):
 
 
 def bench(args):
-    """The hook against a waiting init, the hook with nothing to do, and cat(1), interleaved."""
+    """The hook against a waiting init, the hook with nothing to do, and cat(1), interleaved.
+
+    Every figure includes this interpreter's spawn; bench/oci_hook_cost.c times the
+    hook as a runtime starts it, without that.
+    """
     n = args.n
     runs = {}
     cat = shutil.which("cat")
@@ -279,20 +307,22 @@ def bench(args):
 
 
 CASES = {"policies": case_policies, "soft": case_soft, "required": case_required,
-         "other_user": case_other_user, "hooks_json": case_hooks_json}
+         "other_user": case_other_user, "hooks_json": case_hooks_json, "linkage": case_linkage}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hook", required=True)
     ap.add_argument("--hooks-json")
+    ap.add_argument("--linkage", choices=("static-pie", "dynamic"), default="dynamic",
+                    help="how meson linked the hook")
     ap.add_argument("case", choices=list(CASES) + ["bench"])
     ap.add_argument("n", nargs="?", type=int, default=50)
     args = ap.parse_args()
     if args.case == "bench":
         bench(args)
         return 0
-    if args.case != "hooks_json":
+    if args.case not in ("hooks_json", "linkage"):
         with open("/proc/self/status") as f:
             if "THP_enabled:" not in f.read():
                 print("SKIP: /proc/PID/status has no THP_enabled line (Linux < 6.x)")
