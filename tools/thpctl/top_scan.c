@@ -25,6 +25,7 @@
 
 #include <thp/thp.h>
 
+#include "clock_ns.h" /* lib/: now_ns() */
 #include "json_parse.h"
 #include "proc_read.h"
 #include "thpctl.h"
@@ -148,11 +149,8 @@ int top_scan(const struct top_filter *f, struct top_snapshot *s)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
-	struct timespec ts;
-	uint64_t now;
+	uint64_t now = now_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 	s->n = 0;
 	s->anon = s->anon_huge = 0;
 	s->thpd = false;
