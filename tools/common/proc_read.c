@@ -84,8 +84,12 @@ static const char *field_value(const char *buf, const char *key)
 bool proc_field(const char *buf, const char *key, unsigned long long *val)
 {
 	const char *v = field_value(buf, key);
+	char *end;
 
-	return v && sscanf(v, "%llu", val) == 1;
+	if (!v)
+		return false;
+	*val = strtoull(v, &end, 10);
+	return end != v;
 }
 
 uint64_t proc_field_kb(const char *buf, const char *key)
