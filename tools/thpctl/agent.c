@@ -46,6 +46,7 @@
 #include "collapse.h"
 #include "notify.h"
 #include "parse.h"
+#include "proc_read.h"
 #include "thpctl.h"
 
 struct tracked {
@@ -63,37 +64,6 @@ struct agent {
 	size_t nr, cap;
 };
 
-/* Whole small /proc file into a malloc()ed buffer; its length in *@len, or NULL. */
-static char *read_proc(const char *path, size_t *len)
-{
-	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t r;
-
-	if (!buf || fd < 0) {
-		free(buf);
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	while ((r = read(fd, buf + n, cap - n - 1)) > 0) {
-		n += (size_t)r;
-		if (n + 1 == cap) {
-			char *b = cap < (1u << 20) ? realloc(buf, cap * 2) : NULL;
-
-			if (!b)
-				break;
-			buf = b;
-			cap *= 2;
-		}
-	}
-	close(fd);
-	buf[n] = 0;
-	*len = n;
-	return buf;
-}
-
 /* THPCTL_RUN_POLICY in the environment @pid started with, if other than huge. */
 static bool other_policy(pid_t pid)
 {
@@ -104,7 +74,7 @@ static bool other_policy(pid_t pid)
 	bool other = false;
 
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	env = read_proc(path, &len);
+	env = proc_read_alloc(path, &len);
 	if (!env)
 		return false;
 	for (p = env; p < env + len; p += strlen(p) + 1)
@@ -125,8 +95,7 @@ static bool pidfd_exited(int pidfd)
 /* 0 when the agent may read and collapse this process at all, -EPERM if not. */
 static int peer_check(int pidfd)
 {
-	struct thp_collapse_opts o = { .sz = sizeof(o), .pidfd = pidfd,
-				       .flags = THP_COLLAPSE_F_PEER_ONLY | THP_COLLAPSE_F_CHECK_ONLY };
+	struct thp_collapse_opts o = { .sz = sizeof(o), .pidfd = pidfd, .flags = THP_COLLAPSE_F_PEER_ONLY | THP_COLLAPSE_F_CHECK_ONLY };
 
 	return thp_collapse(&o);
 }
@@ -139,22 +108,15 @@ static struct tracked *find(struct agent *a, pid_t pid)
 	return NULL;
 }
 
-/* Parent pid from /proc/PID/stat (after the ")" that ends the command name). */
+/* Parent pid from /proc/PID/stat (its field 4). */
 static pid_t parent_of(pid_t pid)
 {
-	char path[64], *buf, *p;
-	size_t len;
-	pid_t ppid = -1;
+	char buf[1024];
+	long long ppid;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	buf = read_proc(path, &len);
-	if (!buf)
+	if (proc_read_pid(pid, "stat", buf, sizeof(buf)) <= 0 || !proc_stat_field(buf, 4, &ppid))
 		return -1;
-	p = strrchr(buf, ')');
-	if (p)
-		sscanf(p + 1, " %*c %d", &ppid);
-	free(buf);
-	return ppid;
+	return (pid_t)ppid;
 }
 
 static void track(struct agent *a, pid_t pid, pid_t parent)
@@ -217,7 +179,7 @@ static void walk(struct agent *a, pid_t pid, int depth)
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(file, sizeof(file), "/proc/%d/task/%s/children", (int)pid, e->d_name);
-		list = read_proc(file, &len);
+		list = proc_read_alloc(file, &len);
 		if (!list)
 			continue;
 		for (p = list; *p; p = end) {
@@ -284,7 +246,7 @@ static void pass(struct agent *a)
 		if (r >= 0) {
 			if (a->s->budget_bytes)
 				s.budget_bytes -= o.bytes_collapsed < s.budget_bytes ? o.bytes_collapsed
-										    : s.budget_bytes - 1;
+										     : s.budget_bytes - 1;
 			if (a->verbose && (o.extents_collapsed || o.extents_failed))
 				collapse_print_text(stderr, t->pid, &o, fail);
 		} else if (r != -ESRCH && a->verbose) {
@@ -350,7 +312,7 @@ bool thpctl_agent_possible(const char **why)
 		return false;
 	}
 	if (syscall(SYS_capget, &hdr, data) || !(data[CAP_SYS_NICE / 32].effective &
-						   (1u << (CAP_SYS_NICE % 32)))) {
+						 (1u << (CAP_SYS_NICE % 32)))) {
 		*why = "collapsing another process's memory needs CAP_SYS_NICE";
 		return false;
 	}

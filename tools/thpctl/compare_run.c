@@ -33,6 +33,7 @@
 
 #include "clock_ns.h"
 #include "compare.h"
+#include "proc_read.h"
 #include "thpctl.h"
 
 #define OUTPUT_CAP (1u << 20)	 /* bytes of output kept for --metric */
@@ -157,54 +158,7 @@ static bool output_drain(int fd, struct output *o)
 	}
 }
 
-/* The process group of /proc/PID/stat (the field after state and ppid). */
-static pid_t stat_pgrp(int dirfd, const char *name)
-{
-	char path[300], buf[1024];
-	int fd;
-	ssize_t n;
-	int pgrp;
-
-	snprintf(path, sizeof(path), "%s/stat", name);
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-
-	if (!p || sscanf(p + 1, " %*c %*d %d", &pgrp) != 1)
-		return -1;
-	return pgrp;
-}
-
-static uint64_t rollup_anon_huge(int dirfd, const char *name)
-{
-	char path[300], line[256];
-	unsigned long long kb = 0;
-	int fd;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/smaps_rollup", name);
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	f = fdopen(fd, "r");
-	if (!f) {
-		close(fd);
-		return 0;
-	}
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "AnonHugePages: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb * 1024;
-}
-
-/* AnonHugePages summed over the processes of group @pgid now. */
+/* AnonHugePages summed over the processes of group @pgid (stat's field 5) now. */
 static uint64_t group_anon_huge(pid_t pgid)
 {
 	DIR *d = opendir("/proc");
@@ -214,10 +168,15 @@ static uint64_t group_anon_huge(pid_t pgid)
 	if (!d)
 		return 0;
 	while ((e = readdir(d))) {
+		char buf[4096];
+		long long pgrp;
+
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
-		if (stat_pgrp(dirfd(d), e->d_name) == pgid)
-			sum += rollup_anon_huge(dirfd(d), e->d_name);
+		if (proc_read_entry(dirfd(d), e->d_name, "stat", buf, 1024) > 0 &&
+		    proc_stat_field(buf, 5, &pgrp) && pgrp == pgid &&
+		    proc_read_entry(dirfd(d), e->d_name, "smaps_rollup", buf, sizeof(buf)) > 0)
+			sum += proc_field_kb(buf, "AnonHugePages");
 	}
 	closedir(d);
 	return sum;
@@ -298,14 +257,11 @@ static void note_unavailable(struct compare_unavailable *na, enum compare_figure
 
 static char *paranoid_hint(char *buf, size_t len, int err)
 {
+	char text[32];
 	int level = 0;
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
 
-	if (f) {
-		if (fscanf(f, "%d", &level) != 1)
-			level = 0;
-		fclose(f);
-	}
+	if (proc_read_at(AT_FDCWD, "/proc/sys/kernel/perf_event_paranoid", text, sizeof(text)) > 0)
+		level = atoi(text);
 	if (err == ENOENT || err == EOPNOTSUPP)
 		snprintf(buf, len, "perf_event_open(): %s: this CPU (or VM) exposes no such counter",
 			 strerror(err));

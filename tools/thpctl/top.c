@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock_ns.h" /* lib/: now_ns() */
 #include "cli.h"
 #include "parse.h"
 #include "thpctl.h"
@@ -268,13 +269,10 @@ static int run_live(struct top_args *a, bool interactive)
 		if (a->iterations && ++done >= a->iterations)
 			break;
 		/* Wait out the delay, taking keys as they come. */
-		struct timespec start, now;
+		uint64_t start = now_ns();
 
-		clock_gettime(CLOCK_MONOTONIC, &start);
 		for (;;) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			double left = a->delay_s - (double)(now.tv_sec - start.tv_sec) -
-				      (double)(now.tv_nsec - start.tv_nsec) / 1e9;
+			double left = a->delay_s - (double)(now_ns() - start) / 1e9;
 			struct pollfd p = { .fd = interactive ? STDIN_FILENO : -1, .events = POLLIN };
 			char c;
 

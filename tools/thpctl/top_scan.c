@@ -25,41 +25,14 @@
 
 #include <thp/thp.h>
 
+#include "clock_ns.h" /* lib/: now_ns() */
 #include "json_parse.h"
+#include "proc_read.h"
 #include "thpctl.h"
 #include "top.h"
 
 /* The smallest anonymous size that can hold a PMD-sized page here. */
 #define HUGE_MIN_BYTES (2u << 20)
-
-/* Read /proc/PID/NAME (at most @cap - 1 bytes) into @buf; length or -1. */
-static ssize_t read_proc(int dirfd, const char *name, char *buf, size_t cap)
-{
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	ssize_t n, total = 0;
-
-	if (fd < 0)
-		return -1;
-	while ((size_t)total < cap - 1 &&
-	       (n = read(fd, buf + total, cap - 1 - (size_t)total)) > 0)
-		total += n;
-	close(fd);
-	buf[total] = '\0';
-	return total;
-}
-
-static uint64_t field_kb(const char *text, const char *key)
-{
-	const char *p = text;
-	size_t n = strlen(key);
-
-	while ((p = strstr(p, key))) {
-		if ((p == text || p[-1] == '\n') && p[n] == ':')
-			return strtoull(p + n + 1, NULL, 10) * 1024;
-		p += n;
-	}
-	return 0;
-}
 
 static void printable(char *dst, size_t cap, const char *src, size_t len)
 {
@@ -73,31 +46,30 @@ static void printable(char *dst, size_t cap, const char *src, size_t len)
 /* Name, parent, owner, THP_enabled and the counters of /proc/PID/status. */
 static bool read_status(const char *buf, struct top_proc *p)
 {
-	const char *name = strstr(buf, "Name:"), *t = strstr(buf, "\nTHP_enabled:");
-	const char *ppid = strstr(buf, "\nPPid:"), *uid = strstr(buf, "\nUid:");
+	const char *name = strstr(buf, "Name:");
+	unsigned long long v;
 
-	if (!name || !ppid)
+	if (!name || !proc_field(buf, "PPid", &v))
 		return false;
+	p->ppid = (pid_t)v;
 	name += 5;
 	name += strspn(name, " \t");
 	printable(p->comm, sizeof(p->comm), name, strcspn(name, "\n"));
-	p->ppid = (pid_t)strtol(ppid + 6, NULL, 10);
-	if (uid)
-		p->uid = (uid_t)strtoul(uid + 5, NULL, 10);
-	if (t)
-		p->thp_disabled = atoi(t + 13) == 0;
-	p->rss = field_kb(buf, "VmRSS");
-	p->anon = field_kb(buf, "RssAnon");
+	if (proc_field(buf, "Uid", &v))
+		p->uid = (uid_t)v;
+	if (proc_field(buf, "THP_enabled", &v))
+		p->thp_disabled = v == 0;
+	p->rss = proc_field_kb(buf, "VmRSS");
+	p->anon = proc_field_kb(buf, "RssAnon");
 	return true;
 }
 
 static bool in_cgroup(int procfd, const char *pid, const char *prefix)
 {
-	char buf[4096], path[300], *line;
+	char buf[4096], *line;
 	size_t n = strlen(prefix);
 
-	snprintf(path, sizeof(path), "%s/cgroup", pid);
-	if (read_proc(procfd, path, buf, sizeof(buf)) <= 0)
+	if (proc_read_entry(procfd, pid, "cgroup", buf, sizeof(buf)) <= 0)
 		return false;
 	/* cgroup v2's line is "0::/path". */
 	for (line = buf; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
@@ -177,30 +149,25 @@ int top_scan(const struct top_filter *f, struct top_snapshot *s)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
-	struct timespec ts;
-	uint64_t now;
+	uint64_t now = now_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 	s->n = 0;
 	s->anon = s->anon_huge = 0;
 	s->thpd = false;
 	if (!d)
 		return -errno;
 	while ((e = readdir(d))) {
-		char buf[8192], status_path[300], rollup_path[300];
+		char buf[8192];
 		struct top_proc p = { .thp_disabled = -1, .policy = "system", .source = "system" };
 		int pfd;
 
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
 		p.pid = (pid_t)strtol(e->d_name, NULL, 10);
-		/* PID/status from /proc's fd: no directory fd per process, fewer calls. */
-		snprintf(status_path, sizeof(status_path), "%s/status", e->d_name);
-		snprintf(rollup_path, sizeof(rollup_path), "%s/smaps_rollup", e->d_name);
 		pfd = dirfd(d);
 		/* A kernel thread has no VmRSS line: no memory of its own. */
-		if (read_proc(pfd, status_path, buf, sizeof(buf)) <= 0 || !strstr(buf, "\nVmRSS:") ||
+		if (proc_read_entry(pfd, e->d_name, "status", buf, sizeof(buf)) <= 0 ||
+		    !strstr(buf, "\nVmRSS:") ||
 		    !read_status(buf, &p) || (f->cgroup && !in_cgroup(pfd, e->d_name, f->cgroup)))
 			continue;
 		/*
@@ -222,10 +189,10 @@ int top_scan(const struct top_filter *f, struct top_snapshot *s)
 				p.anon = old->anon;
 				p.anon_huge = old->anon_huge;
 				p.read_ns = old->read_ns;
-			} else if (read_proc(pfd, rollup_path, buf, sizeof(buf)) > 0) {
-				p.rss = field_kb(buf, "Rss");
-				p.anon = field_kb(buf, "Anonymous");
-				p.anon_huge = field_kb(buf, "AnonHugePages");
+			} else if (proc_read_entry(pfd, e->d_name, "smaps_rollup", buf, sizeof(buf)) > 0) {
+				p.rss = proc_field_kb(buf, "Rss");
+				p.anon = proc_field_kb(buf, "Anonymous");
+				p.anon_huge = proc_field_kb(buf, "AnonHugePages");
 				p.read_ns = now;
 			} else {
 				continue;

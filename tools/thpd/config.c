@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* thpd: the configuration, /etc/thpd.conf and /etc/thpd.d/\*.conf, read with libinih. */
+/*
+ * thpd: the configuration, /etc/thpd.conf and /etc/thpd.d/\*.conf, read
+ * with libinih: the files, their lines and sections, the errors at their
+ * line, the checks of each rule as a whole.  config_keys.c checks and
+ * stores each key's value.
+ */
 #ifndef _GNU_SOURCE /* fuzz/fuzz_thpd_config.c's build defines it */
 #define _GNU_SOURCE
 #endif
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,31 +20,6 @@
 
 #include "json.h" /* tools/common: utf8_char() */
 #include "thpd.h"
-
-static const char *const policy_names[] = { "huge", "never", "nohuge", "system", "ignore" };
-
-const char *thpd_rule_policy_name(int policy)
-{
-	return policy >= 0 && policy <= THPD_RULE_IGNORE ? policy_names[policy] : "unset";
-}
-
-const char *thpd_rule_shown_policy(const struct thpd_rule_conf *r)
-{
-	/* policy_from_annotation without a policy of its own: the annotation alone. */
-	return r->policy < 0 && r->policy_from_annotation ? "annotation" : thpd_rule_policy_name(r->policy);
-}
-
-const char *thpd_own_name(int own)
-{
-	static const char *const names[] = { [THPD_OWN_VISIBLE] = "visible",
-					     [THPD_OWN_ASK] = "ask",
-					     [THPD_OWN_IGNORE] = "ignore" };
-
-	return own >= 0 && own <= THPD_OWN_IGNORE ? names[own] : "?";
-}
-
-/* A policy = line with a value that is none: its error is given there. */
-#define POLICY_INVALID (-2)
 
 struct parse_ctx {
 	struct thpd_config *c;
@@ -118,105 +97,6 @@ static char *reader(char *str, int num, void *stream)
 	return str;
 }
 
-/* "256M", "4k", "1G", plain bytes. */
-static int parse_size(const char *v, uint64_t *out)
-{
-	char *end;
-	unsigned long long n;
-	uint64_t mul = 1;
-
-	if (!isdigit((unsigned char)*v))
-		return -1;
-	errno = 0;
-	n = strtoull(v, &end, 10);
-	if (errno)
-		return -1;
-	switch (toupper((unsigned char)*end)) {
-	case 'K':
-		mul = 1ULL << 10;
-		end++;
-		break;
-	case 'M':
-		mul = 1ULL << 20;
-		end++;
-		break;
-	case 'G':
-		mul = 1ULL << 30;
-		end++;
-		break;
-	case 'T':
-		mul = 1ULL << 40;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end == 'i' || *end == 'B')
-		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
-	if (*end || n > UINT64_MAX / mul)
-		return -1;
-	*out = n * mul;
-	return 0;
-}
-
-static int parse_uint(const char *v, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long n;
-
-	if (!isdigit((unsigned char)*v))
-		return -1;
-	errno = 0;
-	n = strtoull(v, &end, 10);
-	if (errno || *end || n > max)
-		return -1;
-	*out = n;
-	return 0;
-}
-
-/* "2%" or "2.5%": a share of one core, 0 < share <= 100%. */
-static int parse_percent(const char *v, double *out)
-{
-	char *end;
-	double d;
-
-	if (!isdigit((unsigned char)*v))
-		return -1;
-	errno = 0;
-	d = strtod(v, &end);
-	if (errno || strcmp(end, "%") != 0 || d <= 0 || d > 100)
-		return -1;
-	*out = d / 100.0;
-	return 0;
-}
-
-static int parse_bool(const char *v, bool *out)
-{
-	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "on"))
-		*out = true;
-	else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "off"))
-		*out = false;
-	else
-		return -1;
-	return 0;
-}
-
-static int parse_user(const char *v, uid_t *uid)
-{
-	uint64_t n;
-	struct passwd *pw;
-
-	if (parse_uint(v, UINT32_MAX - 1, &n) == 0) {
-		*uid = (uid_t)n;
-		return 0;
-	}
-	pw = getpwnam(v);
-	if (!pw)
-		return -1;
-	*uid = pw->pw_uid;
-	return 0;
-}
-
 static void rule_free(struct thpd_rule *r)
 {
 	free(r->conf.name);
@@ -231,32 +111,6 @@ static void rule_free(struct thpd_rule *r)
 		free(r->conf.labels[i].key); /* the glob is in the same block */
 	for (size_t i = 0; i < r->conf.nannotations; i++)
 		free(r->conf.annotations[i].key);
-}
-
-bool thpd_rule_has_matcher(const struct thpd_rule_conf *r)
-{
-	return r->cgroup || r->exe || r->user || r->container_name || r->pod_namespace ||
-	       r->pod_name || r->nlabels || r->nannotations;
-}
-
-/* label = KEY=GLOB: one block holds "KEY\0GLOB"; NULL and *@why when wrong. */
-static const char *add_kv_match(struct thpd_kv_match *m, size_t *n, const char *v)
-{
-	const char *eq = strchr(v, '=');
-	char *key;
-
-	if (!eq || eq == v)
-		return "expected KEY=GLOB";
-	if (*n >= THPD_KV_MATCH_MAX)
-		return "too many in one rule (at most 16)";
-	key = strdup(v);
-	if (!key)
-		return "out of memory";
-	key[eq - v] = '\0';
-	m[*n].key = key;
-	m[*n].glob = key + (eq - v) + 1;
-	(*n)++;
-	return NULL;
 }
 
 static int new_rule(struct parse_ctx *p, const char *name)
@@ -289,17 +143,6 @@ static int new_rule(struct parse_ctx *p, const char *name)
 		return -1;
 	}
 	return (int)c->nrules++;
-}
-
-static int set_str(char **dst, const char *v)
-{
-	char *s = strdup(v);
-
-	if (!s)
-		return -1;
-	free(*dst);
-	*dst = s;
-	return 0;
 }
 
 /*
@@ -339,6 +182,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	struct parse_ctx *p = user;
 	struct thpd_config *c = p->c;
 	int line = p->line;
+	char why[512];
 
 	if (strcmp(section, p->section) != 0) {
 		size_t n = strnlen(section, sizeof(p->section) - 1);
@@ -365,115 +209,11 @@ static int handler(void *user, const char *section, const char *name, const char
 				section);
 		}
 	}
-	if (p->in_daemon) {
-		uint64_t n;
-
-		if (!strcmp(name, "interval_ms")) {
-			if (parse_uint(value, 3600000, &n) || n < 10)
-				add_err(p, line, "interval_ms: expected 10 to 3600000, got \"%s\"", value);
-			else
-				c->interval_ms = n;
-		} else if (!strcmp(name, "cpu_budget")) {
-			if (parse_percent(value, &c->cpu_budget))
-				add_err(p, line, "cpu_budget: expected a percentage such as 2%%, got \"%s\"", value);
-		} else if (!strcmp(name, "catchup_budget")) {
-			if (parse_percent(value, &c->catchup_budget))
-				add_err(p, line, "catchup_budget: expected a percentage such as 25%%, got \"%s\"",
-					value);
-		} else if (!strcmp(name, "metrics_file")) {
-			if (value[0] != '/')
-				add_err(p, line, "metrics_file: expected an absolute path");
-			else
-				set_str(&c->metrics_file, value);
-		} else if (!strcmp(name, "listen")) {
-			set_str(&c->listen, value);
-		} else if (!strcmp(name, "http_process_metrics")) {
-			if (parse_bool(value, &c->http_process_metrics))
-				add_err(p, line, "http_process_metrics: expected yes or no, got \"%s\"", value);
-		} else if (!strcmp(name, "top_processes")) {
-			if (parse_uint(value, 10000, &n))
-				add_err(p, line, "top_processes: expected 0 to 10000, got \"%s\"", value);
-			else
-				c->top = (unsigned)n;
-		} else {
-			add_err(p, line, "unknown key \"%s\" in [daemon]", name);
-		}
-	} else if (p->in_rule >= 0) {
-		struct thpd_rule *r = &c->rules[p->in_rule];
-		size_t i;
-		uint64_t n;
-
-		if (!strcmp(name, "cgroup")) {
-			set_str(&r->conf.cgroup, value[0] == '/' ? value + 1 : value);
-		} else if (!strcmp(name, "exe")) {
-			set_str(&r->conf.exe, value);
-		} else if (!strcmp(name, "user")) {
-			if (parse_user(value, &r->conf.uid))
-				add_err(p, line, "user: no such user \"%s\"", value);
-			else
-				set_str(&r->conf.user, value);
-		} else if (!strcmp(name, "container_name")) {
-			set_str(&r->conf.container_name, value);
-		} else if (!strcmp(name, "pod_namespace")) {
-			set_str(&r->conf.pod_namespace, value);
-		} else if (!strcmp(name, "pod_name")) {
-			set_str(&r->conf.pod_name, value);
-		} else if (!strcmp(name, "label") || !strcmp(name, "annotation")) {
-			const char *bad = name[0] == 'l' ? add_kv_match(r->conf.labels, &r->conf.nlabels, value)
-							 : add_kv_match(r->conf.annotations, &r->conf.nannotations, value);
-
-			if (bad)
-				add_err(p, line, "%s: %s, got \"%s\"", name, bad, value);
-		} else if (!strcmp(name, "policy_from_annotation")) {
-			if (parse_bool(value, &r->conf.policy_from_annotation))
-				add_err(p, line, "policy_from_annotation: expected yes or no, got \"%s\"", value);
-		} else if (!strcmp(name, "policy")) {
-			r->conf.policy = POLICY_INVALID;
-			for (i = 0; i <= THPD_RULE_IGNORE; i++)
-				if (!strcmp(value, policy_names[i]))
-					r->conf.policy = (int)i;
-			if (r->conf.policy < 0)
-				add_err(p, line, "policy: expected huge, never, nohuge, system or ignore, got \"%s\"",
-					value);
-		} else if (!strcmp(name, "enforce")) {
-			if (!strcmp(value, "inject"))
-				r->conf.inject = true;
-			else if (!strcmp(value, "report"))
-				r->conf.inject = false;
-			else
-				add_err(p, line, "enforce: expected report or inject, got \"%s\"", value);
-		} else if (!strcmp(name, "max_bytes_per_pass")) {
-			if (parse_size(value, &r->conf.max_bytes) || r->conf.max_bytes == 0)
-				add_err(p, line, "max_bytes_per_pass: expected a size such as 256M, got \"%s\"",
-					value);
-		} else if (!strcmp(name, "max_ms_per_pass")) {
-			if (parse_uint(value, 60000, &n) || n == 0)
-				add_err(p, line, "max_ms_per_pass: expected 1 to 60000, got \"%s\"", value);
-			else
-				r->conf.max_ns = n * 1000000;
-		} else if (!strcmp(name, "setuid")) {
-			if (parse_bool(value, &r->conf.setuid))
-				add_err(p, line, "setuid: expected yes or no, got \"%s\"", value);
-		} else if (!strcmp(name, "override_own_policy")) {
-			bool b;
-
-			if (parse_bool(value, &b))
-				add_err(p, line, "override_own_policy: expected yes or no, got \"%s\"", value);
-			else
-				r->conf.own = b ? THPD_OWN_IGNORE : THPD_OWN_VISIBLE;
-		} else if (!strcmp(name, "own_policy")) {
-			int k;
-
-			for (k = THPD_OWN_IGNORE; k >= 0 && strcmp(value, thpd_own_name(k)); k--)
-				;
-			if (k < 0)
-				add_err(p, line, "own_policy: expected visible, ask or ignore, got \"%s\"", value);
-			else
-				r->conf.own = k;
-		} else {
-			add_err(p, line, "unknown key \"%s\" in [rule %s]", name, r->conf.name);
-		}
-	}
+	if (p->in_daemon && thpd_config_daemon_key(c, name, value, why, sizeof(why)))
+		add_err(p, line, "%s", why);
+	else if (p->in_rule >= 0 &&
+		 thpd_config_rule_key(&c->rules[p->in_rule].conf, name, value, why, sizeof(why)))
+		add_err(p, line, "%s", why);
 	/* Always 1: the errors are collected here, with their lines. */
 	return 1;
 }
@@ -512,7 +252,7 @@ static void parse_one(struct parse_ctx *p, const char *path)
 				"rule \"%s\" has no cgroup, exe, user, container_name, pod_namespace, "
 				"pod_name, label or annotation to match",
 				ru->conf.name);
-		/* not POLICY_INVALID: that error is said already */
+		/* -1: none given (a wrong one, config_keys.c, had its error) */
 		if (ru->conf.policy == -1 && !ru->conf.policy_from_annotation)
 			add_err(p, ru->conf.line, "rule \"%s\" has no policy", ru->conf.name);
 		if (ru->conf.inject && !ru->conf.policy_from_annotation &&
@@ -583,53 +323,4 @@ void thpd_config_free(struct thpd_config *c)
 	free(c->metrics_file);
 	free(c->listen);
 	memset(c, 0, sizeof(*c));
-}
-
-void thpd_config_print(const struct thpd_config *c, FILE *out)
-{
-	fprintf(out, "[daemon] interval_ms=%llu cpu_budget=%g%% catchup_budget=%g%% top_processes=%u",
-		(unsigned long long)c->interval_ms, c->cpu_budget * 100, c->catchup_budget * 100, c->top);
-	if (c->metrics_file)
-		fprintf(out, " metrics_file=%s", c->metrics_file);
-	if (c->listen)
-		fprintf(out, " listen=%s", c->listen);
-	if (c->http_process_metrics)
-		fprintf(out, " http_process_metrics=yes");
-	fputc('\n', out);
-	for (size_t i = 0; i < c->nrules; i++) {
-		const struct thpd_rule *r = &c->rules[i];
-
-		fprintf(out, "%zu. [rule %s] (%s:%d) policy=%s", i + 1, r->conf.name, r->conf.file, r->conf.line,
-			thpd_rule_shown_policy(&r->conf));
-		if (r->conf.policy == THPD_RULE_NEVER || r->conf.policy == THPD_RULE_NOHUGE || r->conf.policy == THPD_RULE_SYSTEM ||
-		    r->conf.policy_from_annotation)
-			fprintf(out, " enforce=%s", r->conf.inject ? "inject" : "report");
-		if (r->conf.cgroup)
-			fprintf(out, " cgroup=%s", r->conf.cgroup);
-		if (r->conf.exe)
-			fprintf(out, " exe=%s", r->conf.exe);
-		if (r->conf.user)
-			fprintf(out, " user=%s(%u)", r->conf.user, (unsigned)r->conf.uid);
-		if (r->conf.container_name)
-			fprintf(out, " container_name=%s", r->conf.container_name);
-		if (r->conf.pod_namespace)
-			fprintf(out, " pod_namespace=%s", r->conf.pod_namespace);
-		if (r->conf.pod_name)
-			fprintf(out, " pod_name=%s", r->conf.pod_name);
-		for (size_t k = 0; k < r->conf.nlabels; k++)
-			fprintf(out, " label=%s=%s", r->conf.labels[k].key, r->conf.labels[k].glob);
-		for (size_t k = 0; k < r->conf.nannotations; k++)
-			fprintf(out, " annotation=%s=%s", r->conf.annotations[k].key, r->conf.annotations[k].glob);
-		if (r->conf.policy_from_annotation)
-			fprintf(out, " policy_from_annotation=yes");
-		if (r->conf.policy == THPD_RULE_HUGE)
-			fprintf(out, " max_bytes_per_pass=%llu max_ms_per_pass=%llu",
-				(unsigned long long)r->conf.max_bytes,
-				(unsigned long long)(r->conf.max_ns / 1000000));
-		if (r->conf.setuid)
-			fprintf(out, " setuid=yes");
-		if (r->conf.policy == THPD_RULE_HUGE)
-			fprintf(out, " own_policy=%s", thpd_own_name(r->conf.own));
-		fputc('\n', out);
-	}
 }

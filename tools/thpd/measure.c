@@ -12,6 +12,7 @@
 
 #include "clock_ns.h" /* lib/: clock_ns(), now_ns() */
 #include "log.h"
+#include "proc_read.h" /* tools/common */
 #include "thpd.h"
 
 /* A process whose figures stand still is read every 2, 4 .. up to this many passes. */
@@ -19,19 +20,12 @@
 
 int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge)
 {
-	char path[64], buf[4096];
-	unsigned long long kb;
-	ssize_t n;
+	char buf[4096];
 
-	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
-	n = thpd_read_small(path, buf, sizeof(buf));
-	if (n <= 0)
+	if (proc_read_pid(pid, "smaps_rollup", buf, sizeof(buf)) <= 0)
 		return -1;
-	*anon = *huge = 0;
-	if (thpd_field(buf, "Anonymous", &kb))
-		*anon = kb << 10;
-	if (thpd_field(buf, "AnonHugePages", &kb))
-		*huge = kb << 10;
+	*anon = proc_field_kb(buf, "Anonymous");
+	*huge = proc_field_kb(buf, "AnonHugePages");
 	return 0;
 }
 

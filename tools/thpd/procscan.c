@@ -16,6 +16,7 @@
 
 #include "clock_ns.h" /* lib/: clock_ns(), now_ns() */
 #include "log.h"
+#include "proc_read.h" /* tools/common */
 #include "thpd.h"
 
 /* Messages read between two charges of a drain's CPU. */
@@ -279,38 +280,12 @@ int thpd_scan_proc(void (*fn)(void *, pid_t), void *arg)
 
 int thpd_proc_stat(pid_t pid, char *comm, size_t commlen, uint64_t *starttime)
 {
-	char path[64], buf[1024];
-	const char *lp, *rp, *p;
-	unsigned long long st;
-	ssize_t n;
-	int field;
+	char buf[1024];
+	long long st;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	n = thpd_read_small(path, buf, sizeof(buf));
-	if (n <= 0)
+	if (proc_read_pid(pid, "stat", buf, sizeof(buf)) <= 0 ||
+	    (comm && !proc_stat_comm(buf, comm, commlen)) || !proc_stat_field(buf, 22, &st))
 		return -1;
-	/* comm may hold ')' and spaces: it ends at the last ')'. */
-	lp = strchr(buf, '(');
-	rp = strrchr(buf, ')');
-	if (!lp || !rp || rp < lp)
-		return -1;
-	if (comm) {
-		size_t len = (size_t)(rp - lp - 1);
-
-		if (len >= commlen)
-			len = commlen - 1;
-		memcpy(comm, lp + 1, len);
-		comm[len] = '\0';
-	}
-	/* starttime is field 22; field 3 (state) follows ") ". */
-	p = rp + 2;
-	for (field = 3; field < 22 && p; field++) {
-		p = strchr(p, ' ');
-		if (p)
-			p++;
-	}
-	if (!p || sscanf(p, "%llu", &st) != 1)
-		return -1;
-	*starttime = st;
+	*starttime = (uint64_t)st;
 	return 0;
 }

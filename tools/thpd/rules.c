@@ -11,6 +11,7 @@
 
 #include "container.h"
 #include "log.h"
+#include "proc_read.h" /* tools/common */
 #include "thpd.h"
 
 /* The container of the process whose /proc/PID/cgroup is @text: the new
@@ -33,12 +34,11 @@ void thpd_ident_release(struct thpd_ident *id)
 /* The "0::/path" line of /proc/PID/cgroup, leading '/' stripped; its container into @id. */
 static int read_cgroup(pid_t pid, char *out, size_t cap, struct thpd_ident *id)
 {
-	char path[64], buf[4096];
+	char buf[4096];
 	const char *p;
 	size_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	if (thpd_read_small(path, buf, sizeof(buf)) < 0)
+	if (proc_read_pid(pid, "cgroup", buf, sizeof(buf)) < 0)
 		return -1;
 	set_container(id, buf);
 	if (!strncmp(buf, "0::", 3))
@@ -59,13 +59,12 @@ static int read_cgroup(pid_t pid, char *out, size_t cap, struct thpd_ident *id)
 
 static int read_uid(pid_t pid, uid_t *uid)
 {
-	char path[64], buf[2048];
+	char buf[2048];
 	unsigned long long u;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (thpd_read_small(path, buf, sizeof(buf)) < 0)
+	if (proc_read_pid(pid, "status", buf, sizeof(buf)) < 0)
 		return -1;
-	if (!thpd_field(buf, "Uid", &u))
+	if (!proc_field(buf, "Uid", &u))
 		return 1;
 	*uid = (uid_t)u;
 	return 0;

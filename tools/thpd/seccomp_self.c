@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* thpd: a warning when thpd runs under seccomp while a rule must read targets' filters. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <syslog.h>
 
 #include "log.h"
+#include "proc_read.h" /* tools/common */
 #include "thpd.h"
 
 /* The Seccomp: field of /proc/self/status: 0, 1 strict, 2 filter; -1 not shown. */
@@ -13,8 +15,8 @@ static int own_seccomp_mode(void)
 	char buf[8192];
 	unsigned long long mode;
 
-	if (thpd_read_small("/proc/self/status", buf, sizeof(buf)) < 0 ||
-	    !thpd_field(buf, "Seccomp", &mode))
+	if (proc_read_at(AT_FDCWD, "/proc/self/status", buf, sizeof(buf)) < 0 ||
+	    !proc_field(buf, "Seccomp", &mode))
 		return -1;
 	return (int)mode;
 }

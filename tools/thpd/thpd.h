@@ -107,6 +107,13 @@ struct thpd_config {
 int thpd_config_load(struct thpd_config *c, const char *file, bool file_optional,
 		     const char *dir, char **err);
 void thpd_config_free(struct thpd_config *c);
+
+/* config_keys.c */
+/* Key @name of [daemon] (of a [rule]) set to @value: 0, or -1 with the message in @why. */
+int thpd_config_daemon_key(struct thpd_config *c, const char *name, const char *value, char *why,
+			   size_t len);
+int thpd_config_rule_key(struct thpd_rule_conf *r, const char *name, const char *value, char *why,
+			 size_t len);
 void thpd_config_print(const struct thpd_config *c, FILE *out);
 const char *thpd_rule_policy_name(int policy);
 const char *thpd_own_name(int own); /* own_policy = values */

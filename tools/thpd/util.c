@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* thpd: what several files need: small /proc files and their fields, auxv, RSS, fds, start time, errno labels. */
+/* thpd: what several files need: auxv, RSS, fds, start time, errno labels. */
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proc_read.h" /* tools/common */
 #include "util.h"
 
 static const int counted_errnos[THPD_NERRNO - 1] = { EAGAIN, EBUSY, ENOMEM, EINVAL, EPERM };
@@ -26,35 +27,6 @@ int thpd_errno_slot(int err)
 		if (counted_errnos[i] == err)
 			return i;
 	return THPD_NERRNO - 1;
-}
-
-ssize_t thpd_read_small(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return n;
-}
-
-bool thpd_field(const char *buf, const char *key, unsigned long long *val)
-{
-	size_t k = strlen(key);
-
-	for (const char *p = buf; p;) {
-		if (!strncmp(p, key, k) && p[k] == ':')
-			return sscanf(p + k + 1, "%llu", val) == 1;
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	return false;
 }
 
 ssize_t thpd_read_auxv(pid_t pid, uint64_t *aux, size_t cap)
@@ -92,7 +64,7 @@ uint64_t thpd_rss_bytes(void)
 	char buf[256];
 	unsigned long size, rss;
 
-	if (thpd_read_small("/proc/self/statm", buf, sizeof(buf)) <= 0)
+	if (proc_read_at(AT_FDCWD, "/proc/self/statm", buf, sizeof(buf)) <= 0)
 		return 0;
 	if (sscanf(buf, "%lu %lu", &size, &rss) != 2)
 		return 0;
@@ -115,22 +87,14 @@ long thpd_open_fds(void)
 
 double thpd_start_time_s(void)
 {
-	char buf[1024], *p;
-	unsigned long long start = 0, btime = 0;
+	char buf[1024];
+	long long start;
+	unsigned long long btime = 0;
 	long tck = sysconf(_SC_CLK_TCK);
 	FILE *f;
-	int i;
 
-	f = fopen("/proc/self/stat", "re");
-	if (!f)
-		return 0;
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	p = p ? strrchr(buf, ')') : NULL;
-	/* Field 22 is starttime: 20 spaces after the ")" that ends field 2. */
-	for (i = 0; p && i < 20; i++)
-		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p, " %llu", &start) != 1 || tck <= 0)
+	if (proc_read_at(AT_FDCWD, "/proc/self/stat", buf, sizeof(buf)) <= 0 ||
+	    !proc_stat_field(buf, 22, &start) || tck <= 0)
 		return 0;
 	/* /proc/stat grows with the CPUs: read line by line, not whole. */
 	f = fopen("/proc/stat", "re");

@@ -1,18 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* thpd: what several files need: small /proc files and their fields, auxv, RSS, errno labels. */
+/* thpd: what several files need: auxv, RSS, fds, start time, errno labels (small /proc files: tools/common/proc_read.h). */
 #ifndef THPD_UTIL_H
 #define THPD_UTIL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-/* A small /proc file whole, NUL-terminated: its length, or -1. */
-ssize_t thpd_read_small(const char *path, char *buf, size_t cap);
-
-/* The first number after "KEY:" at the start of a line of @buf (a /proc
- * file such as status or smaps_rollup); false when there is none. */
-bool thpd_field(const char *buf, const char *key, unsigned long long *val);
 
 /* /proc/PID/auxv into @aux (room for @cap words): the words read, or -1
  * with errno set (ENOENT or ESRCH: the process is gone). */
