@@ -1,13 +1,19 @@
 #!/bin/bash
-# The bash completion of thpctl and thpd against their --help: every
-# command `thpctl --help` lists, every option each `--help` lists and the
-# values it spells out (huge|nohuge|...) must be offered when the
-# completion function is driven as bash drives it (COMP_WORDS, COMP_CWORD,
-# then the function's compgen into COMPREPLY).
-# usage: check_completion.sh COMPLETION_DIR THPCTL [THPD]
+# The bash, zsh and fish completion of thpctl and thpd against their
+# --help: every command `thpctl --help` lists, every option each `--help`
+# lists and the values it spells out (huge|nohuge|...) must be offered
+# when the bash completion function is driven as bash drives it
+# (COMP_WORDS, COMP_CWORD, then the function's compgen into COMPREPLY),
+# and by zsh's and fish's own completion (zsh_complete.zsh,
+# fish_complete.fish) for the same command line.  ZSH and FISH name the
+# shells; where one is empty its check is left out, but not under CI=true.
+# usage: [ZSH=zsh] [FISH=fish] check_completion.sh COMPLETION_DIR THPCTL [THPD]
 set -u
 dir=$1 thpctl=$2 thpd=${3:-}
+here=$(cd "$(dirname "$0")" && pwd)
 fail=0 checked=0
+# The command lines and the word each must offer, for zsh and fish.
+lines=() wants=()
 
 # offered FUNC WORD... : the words the completion function offers when the
 # cursor is at the end of the last WORD.
@@ -30,6 +36,14 @@ expect() {
 	shift 2
 	for prefix in "$want" "${want:0:2}"; do
 		checked=$((checked + 1))
+		# A whole short option (-n) is complete already to fish: it
+		# offers the options after "-" instead.
+		if [[ $want == -[a-zA-Z] ]]; then
+			lines+=("$* -")
+		else
+			lines+=("$* $prefix")
+		fi
+		wants+=("$want")
 		if ! offered "$func" "$@" "$prefix" | grep -qxF -- "$want"; then
 			echo "FAIL: '$*' + '$prefix' does not offer '$want'"
 			echo "      offered: $(offered "$func" "$@" "$prefix" | tr '\n' ' ')"
@@ -94,5 +108,52 @@ if [ -n "$thpd" ]; then
 	[ "$n" -gt 0 ] || { echo "FAIL: no options in thpd --help"; fail=1; }
 	echo "thpd: $n options"
 fi
-echo "$checked completions checked"
+echo "bash: $checked completions checked"
+
+# check_shell NAME CMD...: CMD completes each of "${lines[@]}" (on its
+# stdin, one a line) and prints "## LINE" and the matches; every line's
+# wanted word must be among its matches.
+check_shell() {
+	local name=$1 out i line n=0
+	shift
+	out=$(printf '%s\n' "${lines[@]}" | "$@") || { echo "FAIL: $name: $*"; fail=1; return; }
+	declare -A got=()
+	while IFS= read -r line; do
+		if [[ $line == "## "* ]]; then
+			cur=${line#\#\# }
+		else
+			got["$cur"$'\n'"$line"]=1
+		fi
+	done <<<"$out"
+	for i in "${!lines[@]}"; do
+		n=$((n + 1))
+		if [[ -z ${got["${lines[i]}"$'\n'"${wants[i]}"]:-} ]]; then
+			echo "FAIL: $name: '${lines[i]}' does not offer '${wants[i]}'"
+			fail=1
+		fi
+	done
+	echo "$name: $n completions checked"
+}
+
+# fish and zsh write nothing under HOME here, which a buildd may not have.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/libthp-completion.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+for sh in zsh fish; do
+	upper=${sh^^}
+	prog=${!upper:-}
+	if [ -z "$prog" ]; then
+		if [ "${CI:-}" = true ]; then
+			echo "FAIL: no $sh under CI=true (Debian: apt install $sh)"
+			fail=1
+		else
+			echo "$sh: not checked (no $sh; Debian: apt install $sh)"
+		fi
+		continue
+	fi
+	case $sh in
+	zsh) check_shell zsh env HOME="$tmp" "$prog" -f "$here/zsh_complete.zsh" "$dir" ;;
+	fish) check_shell fish env HOME="$tmp" XDG_CONFIG_HOME="$tmp" XDG_DATA_HOME="$tmp" \
+		XDG_CACHE_HOME="$tmp" "$prog" --no-config "$here/fish_complete.fish" "$dir" ;;
+	esac
+done
 exit $fail
