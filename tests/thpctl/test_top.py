@@ -10,8 +10,12 @@
   reads is left out: it has no one value to agree with);
   a process started under "thpctl run --policy never" is listed with
   policy never from its own prctl (THP_enabled: 0), one under --policy
-  huge with the huge bytes its smaps shows; --cgroup selects by cgroup v2
-  path.
+  huge with the huge bytes its smaps shows, policy huge from the agent
+  or the preload; a process with huge pages in a range it advised itself
+  (MADV_HUGEPAGE) has source advice; one under --policy nohuge is listed
+  as "system or nohuge" (policy null, both candidates) where the kernel
+  has PR_THP_DISABLE_EXCEPT_ADVISED, which /proc does not show for
+  another process; --cgroup selects by cgroup v2 path.
 - lines: with stdout not a terminal, -n 2 prints two tables and no escape.
 - live: in a tmux pane, the table shows the workloads; "/" + a name +
   Enter filters to them, "p" sorts by pid, "q" quits with status 0.
@@ -131,8 +135,71 @@ def once_json(workers):
         check(h["anon_huge_bytes"] >= 16 << 20,
               f"--policy huge: {h['anon_huge_bytes']} huge bytes listed")
         check(h["thp_disabled"] is False, "--policy huge listed as disabled")
+        check(h["policy"] == "huge" and h["source"] in ("agent", "preload"),
+              f"--policy huge listed as {h['policy']}/{h['source']}")
     check(doc["anon_huge_bytes"] == sum(p["anon_huge_bytes"] for p in doc["processes"]),
           "total is not the sum")
+
+
+ADVISER = """
+import mmap, os, sys, time
+m = mmap.mmap(-1, 16 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+m.madvise(mmap.MADV_HUGEPAGE)
+for i in range(0, 16 << 20, 4096):
+    m[i] = 1
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def top_entry(pid):
+    r = subprocess.run([THPCTL, "top", "--json"], stdout=subprocess.PIPE, text=True, timeout=120)
+    check(r.returncode == 0, f"top --json exit {r.returncode}")
+    return next((p for p in json.loads(r.stdout)["processes"] if p["pid"] == pid), None)
+
+
+def origins():
+    """Where the policy comes from: the process's own advice; nohuge, hidden or not."""
+    adv = subprocess.Popen([sys.executable, "-c", ADVISER], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        check(adv.stdout.readline().strip() == "ready", "the adviser did not start")
+        huge = (rollup(adv.pid) or {}).get("AnonHugePages", 0)
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            mode = f.read().split("[")[1].split("]")[0]
+        if huge:
+            p = top_entry(adv.pid)
+            check(p is not None and p["source"] == "advice",
+                  f"a process with {huge} huge bytes it advised listed as {p and p['source']}")
+        else:
+            check(mode == "never", f"16 MiB advised and touched, no huge page in mode {mode}")
+            print("THP mode never: no huge page to credit to advice")
+    finally:
+        adv.stdin.close()
+        adv.wait()
+    probe = json.loads(subprocess.run([THPCTL, "probe", "--json"], stdout=subprocess.PIPE,
+                                      text=True, timeout=60).stdout)
+    hidden = probe["features"]["thp_disable_except_advised"] is True
+    policy = "nohuge" if hidden else "system"
+    sl = subprocess.Popen([THPCTL, "run", "--policy", policy, "--", "sleep", "600"])
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{sl.pid}/comm") as f:
+                    if f.read().strip() == "sleep":
+                        break
+            except OSError:
+                pass
+            time.sleep(0.05)
+        p = top_entry(sl.pid)
+        want = (None, ["system", "nohuge"]) if hidden else ("system", ["system"])
+        check(p is not None and (p["policy"], p["policy_candidates"]) == want,
+              f"--policy {policy} listed as {p and (p['policy'], p['policy_candidates'])}, "
+              f"expected {want}")
+    finally:
+        sl.terminate()
+        sl.wait()
 
 
 def cgroup_filter():
@@ -227,6 +294,7 @@ try:
     for w in workers:
         check(w.wait_touched(), f"workload {w.proc.pid} ({w.pid}) never touched its memory")
     once_json(workers)
+    origins()
     cgroup_filter()
     lines()
     live(workers)

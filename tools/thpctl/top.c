@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <thp/thp.h>
+
 #include "clock_ns.h" /* lib/: now_ns() */
 #include "cli.h"
 #include "parse.h"
@@ -299,6 +301,12 @@ int thpctl_cmd_top(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? THPCTL_EXIT_OK : rc;
+	{
+		struct thp_probe_info pi = { .sz = sizeof(pi) };
+
+		/* From 6.18 a nohuge process shows THP_enabled: 1, as a system one does. */
+		a.filter.nohuge_hidden = thp_probe(&pi) == 0 && pi.thp_disable_except_advised;
+	}
 	/* thpd is asked only when its socket is there: no error when it does not run. */
 	if (a.filter.socket && (stat(a.filter.socket, &st) != 0 || !S_ISSOCK(st.st_mode)))
 		a.filter.socket = NULL;
@@ -334,8 +342,11 @@ const struct thpctl_command thpctl_top_command = {
 		"Show every process with memory: anonymous bytes, how much of it is in\n"
 		"huge pages (AnonHugePages of /proc/PID/smaps_rollup) and its share, the\n"
 		"THP policy and where it comes from (prctl: the process's own\n"
-		"PR_SET_THP_DISABLE; agent: under thpctl run; thpd: a thpd rule, when\n"
-		"thpd runs and lists the process; system: the system-wide mode).\n"
+		"PR_SET_THP_DISABLE; preload: libthp-preload.so, under thpctl run;\n"
+		"agent: thpctl run's collapse agent; thpd: a thpd rule, when thpd runs\n"
+		"and lists the process; advice: ranges it advised itself, seen once it\n"
+		"has huge pages; system: the system-wide mode).  \"system?\": system or\n"
+		"nohuge, which the kernel (6.18+) does not show for another process.\n"
 		"On a terminal the view refreshes every second; keys: h a s p n sort by\n"
 		"huge, anon, share, pid, name; / filter by name (Enter, Esc); q quit.\n"
 		"Elsewhere one table per refresh.\n"

@@ -16,6 +16,11 @@
 #include <sys/types.h>
 
 #define TOP_MAX_SIZES 16
+/*
+ * THP_enabled: 1 where the kernel has PR_THP_DISABLE_EXCEPT_ADVISED (6.18):
+ * system or nohuge, which /proc does not tell apart for another process.
+ */
+#define TOP_SYSTEM_OR_NOHUGE "system?"
 
 struct top_proc {
 	pid_t pid, ppid;
@@ -23,10 +28,12 @@ struct top_proc {
 	char comm[64];		       /* /proc/PID/stat's, made printable */
 	uint64_t rss, anon, anon_huge; /* bytes, from smaps_rollup */
 	int thp_disabled;	       /* THP_enabled: 0 -> 1, 1 -> 0, not shown -> -1 */
-	const char *policy;	       /* "never", "huge", "system", a rule's policy, "?" */
-	const char *source;	       /* "prctl", "agent", "thpd", "system" */
-	char rule[64];		       /* thpd's rule name, or "" */
-	int nr_sizes;		       /* --folios: entries of folio_bytes, else 0 */
+	/* "never", "huge", "system", a rule's policy, or TOP_SYSTEM_OR_NOHUGE */
+	const char *policy;
+	const char *source;    /* "prctl", "preload", "agent", "thpd", "advice", "system" */
+	bool preload, advised; /* smaps: libthp-preload.so mapped; a range with VmFlags hg */
+	char rule[64];	       /* thpd's rule name, or "" */
+	int nr_sizes;	       /* --folios: entries of folio_bytes, else 0 */
 	uint64_t sizes[TOP_MAX_SIZES], folio_bytes[TOP_MAX_SIZES];
 	uint64_t base_bytes;
 	uint64_t rss_anon_status; /* status's RssAnon when the figures were read */
@@ -48,6 +55,7 @@ struct top_filter {
 	const char *rule;   /* only processes of this thpd rule, or NULL */
 	char name[64];	    /* comm substring (live '/' key), or "" */
 	bool folios;	    /* bytes by folio size (thp_query, slower) */
+	bool nohuge_hidden; /* the kernel can hold a nohuge that /proc does not show */
 	const char *socket; /* thpd's socket */
 	/*
 	 * Live view: a process whose RssAnon did not change keeps the figures

@@ -168,7 +168,18 @@ int top_print_json(const struct top_snapshot *s)
 			json_null(&j, "thp_disabled");
 		else
 			json_bool(&j, "thp_disabled", p->thp_disabled);
-		json_string(&j, "policy", p->policy);
+		if (!strcmp(p->policy, TOP_SYSTEM_OR_NOHUGE)) {
+			json_null(&j, "policy");
+			json_begin_array(&j, "policy_candidates");
+			json_string(&j, NULL, "system");
+			json_string(&j, NULL, "nohuge");
+			json_end_array(&j);
+		} else {
+			json_string(&j, "policy", p->policy);
+			json_begin_array(&j, "policy_candidates");
+			json_string(&j, NULL, p->policy);
+			json_end_array(&j);
+		}
 		json_string(&j, "source", p->source);
 		json_string(&j, "rule", p->rule[0] ? p->rule : NULL);
 		if (!p->nr_sizes) {

@@ -6,7 +6,9 @@
  * and the kernel agree on) and, with --cgroup, cgroup.  The policy's
  * source: thpd's rule when thpd lists the process, the process's own
  * prctl when THP_enabled is 0, thpctl run's agent when its parent is
- * thpctl, else the system-wide mode.  Bytes by folio size come from
+ * thpctl; for a process with huge pages, smaps: the preload when
+ * libthp-preload.so is mapped, its own advice when a range has VmFlags
+ * hg; else the system-wide mode.  Bytes by folio size come from
  * thp_query() (pagemap and kpageflags), only with --folios: it walks every
  * page table entry.
  */
@@ -62,6 +64,38 @@ static bool read_status(const char *buf, struct top_proc *p)
 	p->rss = proc_field_kb(buf, "VmRSS");
 	p->anon = proc_field_kb(buf, "RssAnon");
 	return true;
+}
+
+/*
+ * Where a process's huge pages come from, from its smaps: libthp-preload.so
+ * mapped (thpctl run --policy huge without the agent), or a range it
+ * advised itself (VmFlags hg).  Read only for processes that hold huge
+ * pages, when their rollup is read: a page-table walk like the rollup's.
+ */
+static void read_origin(int procfd, const char *pid, struct top_proc *p)
+{
+	char path[300], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/smaps", pid);
+	fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !(f = fdopen(fd, "re"))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		if (!strncmp(line, "VmFlags:", 8)) {
+			if (strstr(line, " hg"))
+				p->advised = true;
+		} else if (strstr(line, "/libthp-preload.so")) {
+			p->preload = true;
+		}
+	}
+	free(line);
+	fclose(f);
 }
 
 static bool in_cgroup(int procfd, const char *pid, const char *prefix)
@@ -188,12 +222,16 @@ int top_scan(const struct top_filter *f, struct top_snapshot *s)
 				p.rss = old->rss;
 				p.anon = old->anon;
 				p.anon_huge = old->anon_huge;
+				p.preload = old->preload;
+				p.advised = old->advised;
 				p.read_ns = old->read_ns;
 			} else if (proc_read_entry(pfd, e->d_name, "smaps_rollup", buf, sizeof(buf)) > 0) {
 				p.rss = proc_field_kb(buf, "Rss");
 				p.anon = proc_field_kb(buf, "Anonymous");
 				p.anon_huge = proc_field_kb(buf, "AnonHugePages");
 				p.read_ns = now;
+				if (p.anon_huge && p.thp_disabled != 1)
+					read_origin(pfd, e->d_name, &p);
 			} else {
 				continue;
 			}
@@ -201,6 +239,14 @@ int top_scan(const struct top_filter *f, struct top_snapshot *s)
 		if (p.thp_disabled == 1) {
 			p.policy = "never";
 			p.source = "prctl";
+		} else if (p.preload) {
+			p.policy = "huge";
+			p.source = "preload";
+		} else {
+			if (f->nohuge_hidden)
+				p.policy = TOP_SYSTEM_OR_NOHUGE;
+			if (p.advised)
+				p.source = "advice";
 		}
 		if (s->n == s->cap) {
 			size_t cap = s->cap ? s->cap * 2 : 256;
