@@ -444,7 +444,7 @@ static void folios_open(struct pass *p)
 {
 	struct thp_probe_info pi;
 
-	caps_folio_sizes(&pi);
+	probe_folio_sizes(&pi);
 	for (uint32_t i = 0; i < pi.nr_sizes && i < THP_PROBE_MAX_SIZES; i++)
 		if (pi.sizes[i].size == p->pmd)
 			p->pmd_never = pi.sizes_source == THP_SIZES_PER_SIZE &&
