@@ -27,7 +27,7 @@ static int apply_self_one_call(const struct thp_range *ranges, size_t n,
 	    opts->advice == THP_ADVICE_COLLAPSE || n > IOV_MAX)
 		return -1;
 	c = caps_get();
-	if (backend_self_auto_learnt(opts->advice) != &backend_process_madvise_ops ||
+	if (backend_select_auto_learnt(opts->advice) != &backend_process_madvise_ops ||
 	    !c->pidfd_self || !total || total > THP_MAX_RW_COUNT(c->page_size))
 		return -1;
 	if (sys_process_madvise(c->pidfd_self, (const struct iovec *)(const void *)ranges, n,
@@ -64,8 +64,8 @@ THP_API int thp_apply_ranges(const struct thp_range *ranges, size_t nr_ranges,
 			return ret_errno(done);
 	}
 	if (!err)
-		err = apply_ctx_open(&ctx, &t, opts->pidfd, opts->advice, opts->flags,
-				     opts->backend);
+		err = backend_select_open(&ctx, &t, opts->pidfd, opts->advice, opts->flags,
+					  opts->backend);
 	if (err) {
 		reports_refused(ranges, nr_ranges, opts, opts_err, err);
 		return ret_errno(err);

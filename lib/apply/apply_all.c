@@ -169,8 +169,8 @@ THP_API int thp_apply_all(struct thp_apply_all_opts *opts)
 	err = validate_advice(opts->advice);
 	/* Gaps between mappings are never errors for the whole address space. */
 	if (!err)
-		err = apply_ctx_open(&ctx, &t, opts->pidfd, opts->advice,
-				     opts->flags | THP_F_NO_ERROR_ON_UNMAPPED, opts->backend);
+		err = backend_select_open(&ctx, &t, opts->pidfd, opts->advice,
+					  opts->flags | THP_F_NO_ERROR_ON_UNMAPPED, opts->backend);
 	if (err)
 		return ret_errno(err);
 

@@ -87,7 +87,7 @@ const struct thp_backend_ops *backend_select(unsigned int want, const struct thp
 	return be;
 }
 
-const struct thp_backend_ops *backend_self_auto_learnt(int advice)
+const struct thp_backend_ops *backend_select_auto_learnt(int advice)
 {
 	_Atomic(const struct thp_backend_ops *) *slot = self_auto_slot(advice);
 
@@ -99,8 +99,8 @@ const struct thp_backend_ops *backend_self_auto_learnt(int advice)
  * target, pick its backend and give that backend a pidfd when it needs one.
  * On failure nothing is left open.
  */
-int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int advice,
-		   uint32_t flags, unsigned int backend)
+int backend_select_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int advice,
+			uint32_t flags, unsigned int backend)
 {
 	int err;
 

@@ -12,11 +12,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "collapse_extents.h"
 #include "compat.h"
 #include "internal.h"
 #include "proc.h"
@@ -146,87 +146,119 @@ static void note_failure(const struct apply_ctx *ctx, struct range_outcome *o,
 }
 
 /*
+ * The outcome of advising [cur, piece_end) of the mapping that starts at
+ * @map_start (its part in the range ends at @end): @r from apply_piece(),
+ * @done advised before it stopped.  True when the walk must stop; *fatal
+ * then holds -ESRCH when the target is gone.
+ */
+static bool piece_outcome(const struct apply_ctx *ctx, uint64_t map_start, uint64_t end,
+			  uint64_t cur, uint64_t piece_end, int r, uint64_t done,
+			  struct range_outcome *o, bool *mapping_failed, int *fatal)
+{
+	bool skip = ctx->flags & THP_F_SKIP_ERRORS;
+	bool gaps_ok = skip || (ctx->flags & THP_F_NO_ERROR_ON_UNMAPPED);
+	bool collapse = ctx->advice == MADV_COLLAPSE;
+
+	if (r == 0) {
+		/* COLLAPSE: only whole extents are asked for, and a success is one huge now. */
+		if (collapse)
+			o->advised += piece_end - cur;
+	} else if (r == -ENOMEM && (!collapse || !still_mapped(ctx->t, cur + done))) {
+		/* The mapping went away under us: it is a gap now. */
+		o->unmapped += piece_end - cur - done;
+		if (!gaps_ok && !o->error) {
+			o->error = ENOMEM;
+			o->fail_addr = cur + done;
+			o->gap_error = true;
+		}
+	} else if (r == -ESRCH) {
+		/* The target is gone: nothing more can be advised, whatever the flags. */
+		*fatal = r;
+		return true;
+	} else {
+		note_failure(ctx, o, map_start, end, cur + done, -r, mapping_failed);
+		if (!skip)
+			return true;
+	}
+	return false;
+}
+
+/* A mapping's COLLAPSE, extent by extent (collapse_extents()'s callbacks). */
+struct collapse_walk {
+	const struct apply_ctx *ctx;
+	uint64_t map_start, end;
+	struct range_outcome *o;
+	struct page_scan *scan;
+	bool mapping_failed, stopped;
+	uint64_t done; /* of the last extent asked for */
+	int *fatal;
+};
+
+static int collapse_walk_before(void *arg, uint64_t addr)
+{
+	struct collapse_walk *w = arg;
+
+	/* Its failure is recorded: an extent without a page cannot add to it. */
+	if (w->mapping_failed &&
+	    !extent_has_page(w->scan, w->ctx->t, addr, addr + w->ctx->pmd_size, w->end))
+		return COLLAPSE_NEXT;
+	return COLLAPSE_TRY;
+}
+
+static long collapse_walk_collapse(void *arg, uint64_t addr, uint64_t len)
+{
+	struct collapse_walk *w = arg;
+
+	return apply_piece(w->ctx, addr, len, &w->done);
+}
+
+static int collapse_walk_after(void *arg, uint64_t addr, long n)
+{
+	struct collapse_walk *w = arg;
+
+	w->stopped = piece_outcome(w->ctx, w->map_start, w->end, addr, addr + w->ctx->pmd_size,
+				   (int)n, w->done, w->o, &w->mapping_failed, w->fatal);
+	return w->stopped ? COLLAPSE_STOP : COLLAPSE_NEXT;
+}
+
+static const struct collapse_extents_ops collapse_walk_ops = {
+	.before = collapse_walk_before,
+	.collapse = collapse_walk_collapse,
+	.after = collapse_walk_after,
+	/* Up to three times more, then a busy page counts as a failure. */
+	.busy_retries = 3,
+};
+
+/*
  * Advise [start, end), part of the mapping that starts at @map_start (both
  * clipped to the range).  HUGE/NOHUGE go in one piece.  COLLAPSE goes one
- * PMD-size extent at a time: the kernel collapses only whole aligned
- * extents, stops a multi-extent call at the first extent it cannot collapse
- * without saying which, and may have collapsed extents before (and, for
- * some failures, after) it.  Per extent, a success means that extent is
- * huge now, so only whole extents inside one mapping are asked for and
- * credited; a part of an extent (the range's or the mapping's unaligned
- * head or tail) is left alone.  Returns true when the walk must stop;
- * *fatal then holds -ESRCH when the target is gone.
+ * PMD-size extent at a time (collapse_extents()): per extent, a success
+ * means that extent is huge now, so only whole extents inside one mapping
+ * are asked for and credited; a part of an extent (the range's or the
+ * mapping's unaligned head or tail) is left alone and is no error
+ * (thp_apply_ranges(3)).  Returns true when the walk must stop; *fatal
+ * then holds -ESRCH when the target is gone.
  */
 static bool advise_mapping(const struct apply_ctx *ctx, uint64_t map_start, uint64_t start,
 			   uint64_t end, struct range_outcome *o, struct page_scan *scan,
 			   int *fatal)
 {
-	bool skip = ctx->flags & THP_F_SKIP_ERRORS;
-	bool gaps_ok = skip || (ctx->flags & THP_F_NO_ERROR_ON_UNMAPPED);
-	bool collapse = ctx->advice == MADV_COLLAPSE;
-	uint64_t pmd = ctx->pmd_size;
 	bool mapping_failed = false;
-	uint64_t cur = start;
+	uint64_t done;
+	int r;
 
-	while (cur < end) {
-		uint64_t piece_end = end, done;
-		bool whole_extent;
-		int r;
+	if (ctx->advice == MADV_COLLAPSE) {
+		struct collapse_walk w = {
+			.ctx = ctx, .map_start = map_start, .end = end, .o = o, .scan = scan,
+			.fatal = fatal,
+		};
 
-		if (collapse && (cur | (pmd - 1)) + 1 < end)
-			piece_end = (cur | (pmd - 1)) + 1; /* the next extent boundary */
-		whole_extent = collapse && piece_end - cur == pmd;
-		/*
-		 * A part of an extent is never collapsed and is no error
-		 * (thp_apply_ranges(3)); the kernel would say EINVAL for one
-		 * that does not reach an extent boundary.
-		 */
-		if (collapse && !whole_extent) {
-			cur = piece_end;
-			continue;
-		}
-		/* Its failure is recorded: an extent without a page cannot add to it. */
-		if (collapse && mapping_failed && !extent_has_page(scan, ctx->t, cur, piece_end, end)) {
-			cur = piece_end;
-			continue;
-		}
-		r = apply_piece(ctx, cur, piece_end - cur, &done);
-		/*
-		 * EAGAIN is the kernel's "a page was busy, try again" (e.g.
-		 * isolated by compaction for the very huge page being
-		 * allocated); a call over several extents would have gone on
-		 * past it.  Up to three times more (a loaded machine's
-		 * compaction keeps pages busy longer), then it counts.
-		 */
-		for (int again = 0; collapse && r == -EAGAIN && again < 3; again++) {
-			sched_yield();
-			r = apply_piece(ctx, cur, piece_end - cur, &done);
-		}
-		if (!collapse)
-			o->advised += done;
-		if (r == 0) {
-			if (whole_extent)
-				o->advised += pmd;
-		} else if (r == -ENOMEM && (!collapse || !still_mapped(ctx->t, cur + done))) {
-			/* The mapping went away under us: it is a gap now. */
-			o->unmapped += piece_end - cur - done;
-			if (!gaps_ok && !o->error) {
-				o->error = ENOMEM;
-				o->fail_addr = cur + done;
-				o->gap_error = true;
-			}
-		} else if (r == -ESRCH) {
-			/* The target is gone: nothing more can be advised, whatever the flags. */
-			*fatal = r;
-			return true;
-		} else {
-			note_failure(ctx, o, map_start, end, cur + done, -r, &mapping_failed);
-			if (!skip)
-				return true;
-		}
-		cur = piece_end;
+		collapse_extents(start, end, ctx->pmd_size, &collapse_walk_ops, &w);
+		return w.stopped;
 	}
-	return false;
+	r = apply_piece(ctx, start, end - start, &done);
+	o->advised += done;
+	return piece_outcome(ctx, map_start, end, start, end, r, done, o, &mapping_failed, fatal);
 }
 
 /*

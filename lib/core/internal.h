@@ -32,7 +32,7 @@ int opts_check(const void *opts, size_t known, size_t ver0);
 	((opts)->sz >= offsetof(__typeof__(*(opts)), member) +             \
 			       sizeof((opts)->member))
 
-/* ---- probe.c: what the kernel offers, probed once per process ---- */
+/* ---- caps.c: what the kernel offers, probed once per process ---- */
 
 struct thp_caps {
 	size_t page_size;
@@ -50,8 +50,6 @@ struct thp_caps {
 };
 
 const struct thp_caps *caps_get(void);
-/* thp_probe()'s mode, PMD size and folio sizes only, read now (thp_query()). */
-void caps_folio_sizes(struct thp_probe_info *info);
 /*
  * caps_get() with thp_disable* probed too.  The probe sets and restores
  * the process's PR_SET_THP_DISABLE state: only the default-policy calls
@@ -69,8 +67,17 @@ int caps_procmap_query(void);
  * the kernel has no such ioctl (ENOTTY, EINVAL), else 1.
  */
 int caps_procmap_query_answer(long r);
-/* Current sysfs THP mode (enum thp_sysfs_mode); read each time. */
-unsigned int caps_sysfs_mode(void);
+/* caps_procmap_query() answered now: asked on a fresh descriptor if not known yet. */
+bool caps_procmap_query_now(void);
+/* The PMD size, read again now if it was unreadable at the first probe. */
+uint64_t caps_pmd_size_now(void);
+
+/* ---- probe.c: thp_probe() and the sysfs THP settings, read each time ---- */
+
+/* Current sysfs THP mode (enum thp_sysfs_mode). */
+unsigned int probe_sysfs_mode(void);
+/* thp_probe()'s mode, PMD size and folio sizes only (thp_query(), thp_collapse()). */
+void probe_folio_sizes(struct thp_probe_info *info);
 
 /* ---- target.c: which process a request is for ---- */
 
@@ -171,7 +178,7 @@ const struct thp_backend_ops *backend_select(unsigned int want,
 					     const struct thp_target *t,
 					     int advice, int *err);
 /* The AUTO backend already learnt for the own process and @advice, or NULL. */
-const struct thp_backend_ops *backend_self_auto_learnt(int advice);
+const struct thp_backend_ops *backend_select_auto_learnt(int advice);
 
 /* ---- vma_walk.c: enumerate mappings (PROCMAP_QUERY, text fallback) ---- */
 
@@ -315,8 +322,8 @@ struct apply_ctx {
  * Open @pidfd's target and pick its backend into @ctx; 0 or -errno
  * (nothing open).  In backend_select.c.
  */
-int apply_ctx_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int advice,
-		   uint32_t flags, unsigned int backend);
+int backend_select_open(struct apply_ctx *ctx, struct thp_target *t, int pidfd, int advice,
+			uint32_t flags, unsigned int backend);
 
 /*
  * Apply to ranges[0..n) through ctx->be, reports optional.  Returns the

@@ -1,19 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Capability probing, in the process itself and never in a child.  The
- * base probe runs once per process (pthread_once) and is free of side
- * effects: unknown process_madvise() flags are probed with a bad pidfd
- * (EBADF means the flag passed the flags check, EINVAL that it did not).
- * Two answers are learnt on first need instead: PR_SET_THP_DISABLE support
- * (caps_get_prctl(), only for the default-policy calls and thp_probe(): a
- * range call never touches the process's prctl state), and PROCMAP_QUERY
- * (from the first walk's own ioctl, so a failure to open /proc/self/maps
- * under EMFILE is never taken for "no").
+ * thp_probe(), and the THP settings of sysfs it reports (probe_*): read
+ * anew on each call, since they change under a running process.  The
+ * capabilities probed once per process are caps.c's.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,155 +12,6 @@
 #include "compat.h"
 #include "internal.h"
 #include "syscall.h"
-
-static struct thp_caps caps;
-static pthread_once_t caps_once = PTHREAD_ONCE_INIT;
-/* Set (release) once caps is complete: every call after the first skips pthread_once(). */
-static atomic_bool caps_ready;
-static pthread_once_t prctl_once = PTHREAD_ONCE_INIT;
-static _Atomic signed char procmap_query_state = -1; /* caps_procmap_query() */
-
-static bool pmadv_flag_known(unsigned int flag)
-{
-	size_t vlen = (flag & PMADV_ENTIRE_ADDRESS_SPACE) ? (size_t)-1 : 0;
-
-	return sys_process_madvise(-1, NULL, vlen, MADV_HUGEPAGE, flag) == -EBADF;
-}
-
-static int probe_pidfd_self(void)
-{
-	static const int candidates[] = {
-		THP_PIDFD_SELF_PROCESS_NEW, THP_PIDFD_SELF_PROCESS_OLD,
-		THP_PIDFD_SELF_THREAD,
-	};
-
-	for (size_t i = 0; i < ARRAY_LEN(candidates); i++)
-		if (sys_process_madvise(candidates[i], NULL, 0, MADV_COLD, 0) == 0)
-			return candidates[i];
-	return 0;
-}
-
-static uint64_t read_u64_file(const char *path)
-{
-	char buf[64];
-
-	return sys_read_file(path, buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
-}
-
-int caps_procmap_query(void)
-{
-	return atomic_load_explicit(&procmap_query_state, memory_order_relaxed);
-}
-
-int caps_procmap_query_answer(long r)
-{
-	/* Before 6.11 /proc/PID/maps has no ioctl at all: ENOTTY. */
-	int known = r == -ENOTTY || r == -EINVAL ? 0 : 1;
-
-	/* Other failures (ESRCH, EINTR) are no answer; ENOENT is one. */
-	if (known == 0 || r >= 0 || r == -ENOENT)
-		atomic_store_explicit(&procmap_query_state, (signed char)known,
-				      memory_order_relaxed);
-	return known;
-}
-
-/* thp_probe() wants an answer now: ask on a fresh descriptor if no walk has. */
-static bool procmap_query_now(void)
-{
-	struct procmap_query q;
-	int fd;
-
-	if (caps_procmap_query() < 0) {
-		fd = sys_open("/proc/self/maps", O_RDONLY);
-		if (fd < 0)
-			return false; /* no answer: not kept, asked again next time */
-		memset(&q, 0, sizeof(q));
-		q.size = sizeof(q);
-		q.query_addr = (uintptr_t)&caps;
-		q.query_flags = PROCMAP_QUERY_COVERING_OR_NEXT_VMA;
-		caps_procmap_query_answer(sys_ioctl(fd, PROCMAP_QUERY, &q));
-		sys_close(fd);
-	}
-	return caps_procmap_query() > 0;
-}
-
-/*
- * PR_SET_THP_DISABLE (3.15+): PR_GET_THP_DISABLE answers wherever it
- * exists, with the flags in force.  PR_THP_DISABLE_EXCEPT_ADVISED (6.18)
- * shows only by setting it: set it on this process, read it back, and put
- * the state read first back exactly.  For that window of three system
- * calls a fault in another thread's non-advised mapping gets no huge page
- * and a fork() there passes the flag on; libthp's own readers and writers
- * of the state (the default-policy calls) wait for this probe in
- * caps_get_prctl()'s pthread_once, so they never see it.
- */
-static void probe_thp_disable(void)
-{
-	long prev = sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
-	long got;
-
-	if (prev < 0)
-		return;
-	caps.thp_disable = true;
-	if (prev & PR_THP_DISABLE_EXCEPT_ADVISED) {
-		caps.thp_disable_except_advised = true;
-		return;
-	}
-	/* Older kernels refuse any flag with EINVAL and change nothing. */
-	if (sys_prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) < 0)
-		return;
-	got = sys_prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
-	caps.thp_disable_except_advised = got > 0 && (got & PR_THP_DISABLE_EXCEPT_ADVISED);
-	sys_prctl(PR_SET_THP_DISABLE, prev ? 1 : 0, 0, 0, 0);
-}
-
-static void caps_init(void)
-{
-	int saved = errno;
-
-	caps.page_size = sys_page_size();
-	caps.pmd_size = read_u64_file("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
-	caps.process_madvise = sys_process_madvise(-1, NULL, 0, MADV_COLD, 0) != -ENOSYS;
-	if (caps.process_madvise) {
-		caps.pidfd_self = probe_pidfd_self();
-		caps.pmadv_skip_errors = pmadv_flag_known(PMADV_SKIP_ERRORS);
-		caps.pmadv_no_error_on_unmapped = pmadv_flag_known(PMADV_NO_ERROR_ON_UNMAPPED);
-		caps.pmadv_set_default = pmadv_flag_known(PMADV_SET_FORK_EXEC_DEFAULT);
-		caps.pmadv_entire = pmadv_flag_known(PMADV_ENTIRE_ADDRESS_SPACE);
-		/* 6.13+: any advice on self.  An empty vector changes nothing. */
-		if (caps.pidfd_self) {
-			caps.pm_self_any_advice =
-				sys_process_madvise(caps.pidfd_self, NULL, 0, MADV_HUGEPAGE, 0) == 0;
-		} else {
-			int fd = sys_pidfd_open(getpid(), 0);
-
-			if (fd >= 0) {
-				caps.pm_self_any_advice =
-					sys_process_madvise(fd, NULL, 0, MADV_HUGEPAGE, 0) == 0;
-				sys_close(fd);
-			}
-		}
-	}
-	/* madvise() checks the advice before the (zero) length. */
-	caps.madvise_collapse = sys_madvise((uintptr_t)&caps & ~(caps.page_size - 1), 0,
-					    MADV_COLLAPSE) == 0;
-	atomic_store_explicit(&caps_ready, true, memory_order_release);
-	errno = saved;
-}
-
-const struct thp_caps *caps_get(void)
-{
-	if (__builtin_expect(!atomic_load_explicit(&caps_ready, memory_order_acquire), 0))
-		pthread_once(&caps_once, caps_init);
-	return &caps;
-}
-
-const struct thp_caps *caps_get_prctl(void)
-{
-	caps_get();
-	pthread_once(&prctl_once, probe_thp_disable);
-	return &caps;
-}
 
 #define SYSFS_THP "/sys/kernel/mm/transparent_hugepage/"
 
@@ -201,13 +42,12 @@ static unsigned int sysfs_choice(const char *path, const char *const *names, uns
 /* Indexed by enum thp_sysfs_mode. */
 static const char *const mode_names[] = { "always", "madvise", "never", "", "inherit" };
 /* Indexed by enum thp_shmem_mode. */
-static const char *const shmem_names[] = {
-	"always", "within_size", "advise", "never", "deny", "force", "inherit",
-};
+static const char *const shmem_names[] = { "always", "within_size", "advise", "never",
+					   "deny", "force", "inherit" };
 /* Indexed by enum thp_defrag_mode. */
 static const char *const defrag_names[] = { "always", "defer", "defer+madvise", "madvise", "never" };
 
-unsigned int caps_sysfs_mode(void)
+unsigned int probe_sysfs_mode(void)
 {
 	/* "inherit" is no top-level mode: only the first three names. */
 	return sysfs_choice(SYSFS_THP "enabled", mode_names, 3, THP_MODE_UNKNOWN);
@@ -316,13 +156,13 @@ static void probe_sysfs_ver1(struct thp_probe_info *info, size_t page_size)
 	probe_sizes(info, page_size);
 }
 
-void caps_folio_sizes(struct thp_probe_info *info)
+void probe_folio_sizes(struct thp_probe_info *info)
 {
 	const struct thp_caps *c = caps_get();
 
 	memset(info, 0, sizeof(*info));
 	info->sz = sizeof(*info);
-	info->thp_mode = caps_sysfs_mode();
+	info->thp_mode = probe_sysfs_mode();
 	info->pmd_size = c->pmd_size;
 	info->shmem_mode = sysfs_choice(SYSFS_THP "shmem_enabled", shmem_names,
 					ARRAY_LEN(shmem_names) - 1, THP_SHMEM_UNKNOWN);
@@ -353,12 +193,10 @@ THP_API int thp_probe(struct thp_probe_info *info)
 	if (c->thp_disable)
 		info->backends |= 1u << THP_BACKEND_PRCTL_DISABLE;
 	info->backends |= 1u << THP_BACKEND_EXISTING_ONLY;
-	info->thp_mode = caps_sysfs_mode();
-	/* 0: sysfs was unreadable at the first call (EMFILE?); not kept. */
-	info->pmd_size = c->pmd_size ? c->pmd_size :
-		read_u64_file("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size");
+	info->thp_mode = probe_sysfs_mode();
+	info->pmd_size = caps_pmd_size_now();
 	info->pidfd_self = c->pidfd_self;
-	info->procmap_query = procmap_query_now();
+	info->procmap_query = caps_procmap_query_now();
 	info->pmadv_skip_errors = c->pmadv_skip_errors;
 	info->pmadv_no_error_on_unmapped = c->pmadv_no_error_on_unmapped;
 	info->pmadv_set_default = c->pmadv_set_default;

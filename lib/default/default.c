@@ -218,7 +218,7 @@ static int set_default_locked(struct thp_default_opts *o)
 	if (!err && o->policy == THP_POLICY_SYSTEM && c->pmadv_set_default) {
 		bool huge = false, nohuge = false;
 
-		if (fresh_mapping_advice(&huge, &nohuge) == 0 && (huge || nohuge)) {
+		if (default_probe_fresh_advice(&huge, &nohuge) == 0 && (huge || nohuge)) {
 			report_set_detail("fresh mappings still get %s: a default set with "
 					  "PMADV_SET_FORK_EXEC_DEFAULT cannot be cleared on this kernel%s",
 					  huge ? "MADV_HUGEPAGE" : "MADV_NOHUGEPAGE",
@@ -369,7 +369,7 @@ static int get_default_locked(struct thp_default_opts *o)
 	 * mapping and its smaps read (many times the prctl's cost).
 	 */
 	if (c->pmadv_set_default || declared || rfc_prctl_policy >= 0)
-		err = fresh_mapping_advice(&huge, &nohuge);
+		err = default_probe_fresh_advice(&huge, &nohuge);
 	if (err)
 		goto out;
 	if (huge || nohuge) {
@@ -377,7 +377,7 @@ static int get_default_locked(struct thp_default_opts *o)
 		o->backend_used = rfc_prctl_policy == (int)o->policy ? THP_BACKEND_PRCTL_POLICY
 								      : THP_BACKEND_PMADV;
 		/* Measured each time: the state may come from more than PMADV. */
-		o->persistent = new_mm_keeps_advice(huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) > 0;
+		o->persistent = default_probe_new_mm_keeps(huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) > 0;
 		goto out;
 	}
 	o->policy = THP_POLICY_SYSTEM;

@@ -40,20 +40,20 @@ long rfc_prctl_handshake(int get);
 /* ---- default_probe.c: fresh mappings and the probe children ---- */
 
 /* PMADV_SET_FORK_EXEC_DEFAULT on the calling process, touching none of its mappings. */
-int pmadv_set_default(int advice);
+int default_probe_pmadv_set(int advice);
 
 /* The advice a fresh anonymous mapping gets (mm->def_flags).  0 or -errno. */
-int fresh_mapping_advice(bool *huge, bool *nohuge);
+int default_probe_fresh_advice(bool *huge, bool *nohuge);
 /* Fresh mappings get @advice, and not the opposite one too. */
-bool only_advice(int advice, bool huge, bool nohuge);
+bool default_probe_only_advice(int advice, bool huge, bool nohuge);
 /* Does a new mm get @advice on fresh mappings?  1, 0 or -errno (a child tells). */
-int new_mm_keeps_advice(int advice);
+int default_probe_new_mm_keeps(int advice);
 /*
  * Does a PMADV default of @advice survive fork() and exec()?  1, 0, or
  * -EOPNOTSUPP (mixed with another default); @clean: no advice on fresh
  * mappings now, so a cached answer holds.
  */
-int pmadv_persists(int advice, bool clean);
+int default_probe_pmadv_persists(int advice, bool clean);
 
 /* ---- advise_existing.c: the pass over the caller's existing mappings ---- */
 

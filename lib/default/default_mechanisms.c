@@ -64,10 +64,10 @@ static int set_by_pmadv(struct default_set *s)
 
 	if (!c->pmadv_set_default)
 		return -EOPNOTSUPP;
-	err = fresh_mapping_advice(&huge, &nohuge);
+	err = default_probe_fresh_advice(&huge, &nohuge);
 	if (err)
 		return err;
-	persists = pmadv_persists(advice, !huge && !nohuge);
+	persists = default_probe_pmadv_persists(advice, !huge && !nohuge);
 	if (persists < 0) {
 		report_set_detail("fresh mappings would also get %s from a default "
 				  "PMADV_SET_FORK_EXEC_DEFAULT cannot clear (an RFC PR_SET_THP_POLICY "
@@ -80,12 +80,12 @@ static int set_by_pmadv(struct default_set *s)
 				  "calling process, not across fork() and exec()");
 		return -EOPNOTSUPP;
 	}
-	err = pmadv_set_default(advice);
+	err = default_probe_pmadv_set(advice);
 	if (!err)
-		err = fresh_mapping_advice(&huge, &nohuge);
+		err = default_probe_fresh_advice(&huge, &nohuge);
 	if (err)
 		return err;
-	if (!only_advice(advice, huge, nohuge)) {
+	if (!default_probe_only_advice(advice, huge, nohuge)) {
 		report_set_detail("PMADV_SET_FORK_EXEC_DEFAULT returned success but fresh "
 				  "mappings do not show the advice alone");
 		return -EOPNOTSUPP;
@@ -138,12 +138,12 @@ static int set_by_rfc_prctl(struct default_set *s)
 	o->persistent = true;
 	if (!advises)
 		return 0;
-	err = fresh_mapping_advice(&huge, &nohuge);
-	if (!err && !only_advice(advice, huge, nohuge)) {
-		err = caps_get()->pmadv_set_default ? pmadv_set_default(advice) : -EOPNOTSUPP;
+	err = default_probe_fresh_advice(&huge, &nohuge);
+	if (!err && !default_probe_only_advice(advice, huge, nohuge)) {
+		err = caps_get()->pmadv_set_default ? default_probe_pmadv_set(advice) : -EOPNOTSUPP;
 		if (!err)
-			err = fresh_mapping_advice(&huge, &nohuge);
-		if (!err && !only_advice(advice, huge, nohuge)) {
+			err = default_probe_fresh_advice(&huge, &nohuge);
+		if (!err && !default_probe_only_advice(advice, huge, nohuge)) {
 			report_set_detail("fresh mappings also get %s, from a default the RFC prctl "
 					  "does not replace",
 					  advice == MADV_HUGEPAGE ? "MADV_NOHUGEPAGE" : "MADV_HUGEPAGE");

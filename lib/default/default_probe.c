@@ -26,7 +26,7 @@
  * milliseconds in a big process).  Only a free place is taken, and none
  * near NULL, where a concurrent stray pointer must still fault.
  */
-int fresh_mapping_advice(bool *huge, bool *nohuge)
+int default_probe_fresh_advice(bool *huge, bool *nohuge)
 {
 	static const uintptr_t low[] = { 0x40000000, 0x10000000, 0x1000000 };
 	struct thp_mapping_state st;
@@ -87,7 +87,7 @@ static int probe_child_answer(pid_t pid)
 }
 
 /* Fresh mappings get @advice, and not the opposite one too. */
-bool only_advice(int advice, bool huge, bool nohuge)
+bool default_probe_only_advice(int advice, bool huge, bool nohuge)
 {
 	return advice == MADV_HUGEPAGE ? huge && !nohuge : nohuge && !huge;
 }
@@ -107,14 +107,14 @@ static int new_mm_child_answer(int advice)
 	if (pid == 0) {
 		bool huge = false, nohuge = false;
 
-		if (fresh_mapping_advice(&huge, &nohuge))
+		if (default_probe_fresh_advice(&huge, &nohuge))
 			sys_exit_group(PROBE_UNKNOWN);
 		sys_exit_group((advice == MADV_HUGEPAGE ? huge : nohuge) ? PROBE_YES : PROBE_NO);
 	}
 	return probe_child_answer(pid);
 }
 
-int new_mm_keeps_advice(int advice)
+int default_probe_new_mm_keeps(int advice)
 {
 	int r = -EIO;
 
@@ -132,7 +132,7 @@ int new_mm_keeps_advice(int advice)
  * advise every one, those advised the other way and under
  * THP_DEFAULT_F_NO_EXISTING too); advise_existing() does the documented part.
  */
-int pmadv_set_default(int advice)
+int default_probe_pmadv_set(int advice)
 {
 	size_t len = sys_page_size();
 	struct thp_target self;
@@ -174,11 +174,11 @@ static int pmadv_default_persists(int advice)
 		bool huge = false, nohuge = false;
 		int keeps;
 
-		if (pmadv_set_default(advice) || fresh_mapping_advice(&huge, &nohuge))
+		if (default_probe_pmadv_set(advice) || default_probe_fresh_advice(&huge, &nohuge))
 			sys_exit_group(PROBE_UNKNOWN);
-		if (!only_advice(advice, huge, nohuge))
+		if (!default_probe_only_advice(advice, huge, nohuge))
 			sys_exit_group(PROBE_MIXED);
-		keeps = new_mm_keeps_advice(advice);
+		keeps = default_probe_new_mm_keeps(advice);
 		sys_exit_group(keeps < 0 ? PROBE_UNKNOWN : keeps ? PROBE_YES : PROBE_NO);
 	}
 	return probe_child_answer(pid);
@@ -196,7 +196,7 @@ static int pmadv_default_persists(int advice)
 static _Atomic signed char pmadv_keeps_cache[2]; /* 0 unknown, 1 keeps, -1 not */
 
 /* 1, 0, or -EOPNOTSUPP (mixed with another default, see pmadv_default_persists()). */
-int pmadv_persists(int advice, bool clean)
+int default_probe_pmadv_persists(int advice, bool clean)
 {
 	_Atomic signed char *slot = &pmadv_keeps_cache[advice == MADV_HUGEPAGE];
 	signed char v = clean ? atomic_load_explicit(slot, memory_order_relaxed) : 0;

@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "clock_ns.h"
+#include "collapse_extents.h"
 #include "compat.h"
 #include "extent_count.h"
 #include "folio_scan.h"
@@ -307,99 +308,135 @@ static bool over_budget(const struct pass *p)
 	return o->budget_ns && now_ns() - p->t0 >= o->budget_ns;
 }
 
+/* One window of at most SCAN_WINDOW extents, counted: collapse_extents()'s callbacks. */
+struct window {
+	struct pass *p;
+	uint64_t start;
+	uint32_t count[SCAN_WINDOW], shared[SCAN_WINDOW];
+};
+
+/* Step 3's checks: whether the extent at @s is worth collapsing. */
+static int window_before(void *arg, uint64_t s)
+{
+	struct window *w = arg;
+	struct pass *p = w->p;
+	struct thp_collapse_opts *o = p->o;
+	uint32_t present = w->count[(s - w->start) / p->pmd];
+	int r;
+
+	if (!present)
+		return COLLAPSE_NEXT; /* empty or huge already */
+	p->small_before_extent = 0;
+	if (present < p->min_present) {
+		o->extents_sparse++;
+		return COLLAPSE_NEXT;
+	}
+	if (p->max_shared < present) {
+		uint32_t *sh = &w->shared[(s - w->start) / p->pmd];
+
+		r = extent_count_shared(&p->ec, s, present, sh);
+		if (r)
+			return r;
+		if (*sh > p->max_shared) {
+			if (OPTS_HAS(o, extents_shared))
+				o->extents_shared++;
+			return COLLAPSE_NEXT;
+		}
+	}
+	if (p->folios && !p->small_none) {
+		struct folio_counts fc;
+		uint64_t small = 0;
+
+		memset(&fc, 0, sizeof(fc));
+		r = folio_scan_range(&p->fs, s, s + p->pmd, &fc);
+		if (r < 0)
+			return r;
+		if (r == 1) {
+			/* Frame numbers hidden after all: nothing is known. */
+			p->folios = false;
+			p->small_before = p->small_collapsed = 0;
+		} else {
+			for (unsigned int k = 1; k < p->pmd_order && k <= FOLIO_MAX_ORDER; k++)
+				small += fc.pages[k];
+			p->small_before += small * p->page;
+			p->small_before_extent = small * p->page;
+			/*
+			 * Large folios the policy gets are there, and the PMD
+			 * size is never: collapsing would only override that.
+			 * Not "all pages": one fault that fell back to base
+			 * pages is enough to make an extent mixed.
+			 */
+			if (p->pmd_never && small) {
+				if (OPTS_HAS(o, extents_small_folios))
+					o->extents_small_folios++;
+				return COLLAPSE_NEXT;
+			}
+		}
+	}
+	/* The byte budget may be spent on extents that were huge already. */
+	if (p->unproven && over_budget(p)) {
+		r = settle_unproven(p);
+		if (r)
+			return r;
+	}
+	if (over_budget(p)) {
+		o->extents_over_budget++;
+		return COLLAPSE_NEXT;
+	}
+	return COLLAPSE_TRY;
+}
+
+static long window_collapse(void *arg, uint64_t s, uint64_t len)
+{
+	struct window *w = arg;
+	struct iovec iov = { .iov_base = (void *)(uintptr_t)s, .iov_len = (size_t)len };
+
+	return sys_process_madvise(w->p->t->pidfd, &iov, 1, MADV_COLLAPSE, 0);
+}
+
+/* What the collapse of the extent at @s gave: @n bytes or -errno. */
+static int window_after(void *arg, uint64_t s, long n)
+{
+	struct window *w = arg;
+	struct pass *p = w->p;
+	struct thp_collapse_opts *o = p->o;
+
+	if (n == (long)p->pmd && p->ec.pfns_hidden && p->ec.no_scan_ioctl) {
+		p->unproven++;
+	} else if (n == (long)p->pmd) {
+		o->extents_collapsed++;
+		o->bytes_collapsed += p->pmd;
+		if (p->folios)
+			p->small_collapsed += p->small_before_extent;
+	} else if (n == -EPERM) {
+		return permission_error(p->t, "collapse the memory");
+	} else if (n == -ESRCH) {
+		return -ESRCH;
+	} else {
+		/* EINVAL: changed or unmapped meanwhile, or not collapsible;
+		 * EAGAIN/ENOMEM: no huge page now.  Later passes retry. */
+		record_failure(p, s, n < 0 ? (int)-n : EAGAIN);
+	}
+	return COLLAPSE_NEXT;
+}
+
+static const struct collapse_extents_ops window_ops = {
+	.before = window_before,
+	.collapse = window_collapse,
+	.after = window_after,
+	/* A busy page is a failure of this pass: the next one retries it. */
+	.busy_retries = 0,
+};
+
 /* Steps 2 and 3 for one window of at most SCAN_WINDOW extents. */
 static int collapse_window(struct pass *p, uint64_t start, uint64_t end)
 {
-	struct thp_collapse_opts *o = p->o;
-	uint32_t count[SCAN_WINDOW], shared[SCAN_WINDOW];
-	int r = extent_count_window(&p->ec, start, end, count, shared);
+	struct window w = { .p = p, .start = start };
+	int r = extent_count_window(&p->ec, start, end, w.count, w.shared);
 
 	if (r)
 		return r;
-	for (uint64_t s = start; s < end; s += p->pmd) {
-		struct iovec iov = { .iov_base = (void *)(uintptr_t)s, .iov_len = p->pmd };
-		uint32_t present = count[(s - start) / p->pmd];
-		long n;
-
-		if (!present)
-			continue; /* empty or huge already */
-		p->small_before_extent = 0;
-		if (present < p->min_present) {
-			o->extents_sparse++;
-			continue;
-		}
-		if (p->max_shared < present) {
-			uint32_t *sh = &shared[(s - start) / p->pmd];
-
-			r = extent_count_shared(&p->ec, s, present, sh);
-			if (r)
-				return r;
-			if (*sh > p->max_shared) {
-				if (OPTS_HAS(o, extents_shared))
-					o->extents_shared++;
-				continue;
-			}
-		}
-		if (p->folios && !p->small_none) {
-			struct folio_counts fc;
-			uint64_t small = 0;
-
-			memset(&fc, 0, sizeof(fc));
-			r = folio_scan_range(&p->fs, s, s + p->pmd, &fc);
-			if (r < 0)
-				return r;
-			if (r == 1) {
-				/* Frame numbers hidden after all: nothing is known. */
-				p->folios = false;
-				p->small_before = p->small_collapsed = 0;
-			} else {
-				for (unsigned int k = 1; k < p->pmd_order && k <= FOLIO_MAX_ORDER; k++)
-					small += fc.pages[k];
-				p->small_before += small * p->page;
-				p->small_before_extent = small * p->page;
-				/*
-				 * Large folios the policy gets are there, and
-				 * the PMD size is never: collapsing would only
-				 * override that.  Not "all pages": one fault
-				 * that fell back to base pages is enough to
-				 * make an extent mixed.
-				 */
-				if (p->pmd_never && small) {
-					if (OPTS_HAS(o, extents_small_folios))
-						o->extents_small_folios++;
-					continue;
-				}
-			}
-		}
-		/* The byte budget may be spent on extents that were huge already. */
-		if (p->unproven && over_budget(p)) {
-			r = settle_unproven(p);
-			if (r)
-				return r;
-		}
-		if (over_budget(p)) {
-			o->extents_over_budget++;
-			continue;
-		}
-		n = sys_process_madvise(p->t->pidfd, &iov, 1, MADV_COLLAPSE, 0);
-		if (n == (long)p->pmd && p->ec.pfns_hidden && p->ec.no_scan_ioctl) {
-			p->unproven++;
-		} else if (n == (long)p->pmd) {
-			o->extents_collapsed++;
-			o->bytes_collapsed += p->pmd;
-			if (p->folios)
-				p->small_collapsed += p->small_before_extent;
-		} else if (n == -EPERM) {
-			return permission_error(p->t, "collapse the memory");
-		} else if (n == -ESRCH) {
-			return -ESRCH;
-		} else {
-			/* EINVAL: changed or unmapped meanwhile, or not collapsible;
-			 * EAGAIN/ENOMEM: no huge page now.  Later passes retry. */
-			record_failure(p, s, n < 0 ? (int)-n : EAGAIN);
-		}
-	}
-	return 0;
+	return collapse_extents(start, end, p->pmd, &window_ops, &w);
 }
 
 /* Folio sizes for the pass where the caller may read them; no error if not. */
@@ -407,7 +444,7 @@ static void folios_open(struct pass *p)
 {
 	struct thp_probe_info pi;
 
-	caps_folio_sizes(&pi);
+	probe_folio_sizes(&pi);
 	for (uint32_t i = 0; i < pi.nr_sizes && i < THP_PROBE_MAX_SIZES; i++)
 		if (pi.sizes[i].size == p->pmd)
 			p->pmd_never = pi.sizes_source == THP_SIZES_PER_SIZE &&

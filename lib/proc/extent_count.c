@@ -89,13 +89,10 @@ static int count_by_scan(struct extent_count *ec, uint64_t start, uint64_t end,
 static long read_entries(struct extent_count *ec, uint64_t start, uint64_t *entries)
 {
 	size_t per = (size_t)(ec->pmd / ec->page);
-	long n;
 
 	if (per > EXTENT_ENTRIES)
 		return -EOPNOTSUPP;
-	n = sys_pread(ec->fd, entries, per * sizeof(entries[0]),
-		      (off_t)(start / ec->page * sizeof(entries[0])));
-	return n < 0 ? n : n / (long)sizeof(entries[0]);
+	return proc_pagemap_entries(ec->fd, start, ec->page, entries, per);
 }
 
 /*
@@ -105,7 +102,7 @@ static long read_entries(struct extent_count *ec, uint64_t start, uint64_t *entr
  */
 static void learn_zero_pfn(struct extent_count *ec)
 {
-	uint64_t e = 0, flags = 0;
+	uint64_t e, flags = 0;
 	volatile const char *p;
 	int fd;
 
@@ -114,13 +111,7 @@ static void learn_zero_pfn(struct extent_count *ec)
 	if (!p)
 		return;
 	(void)*p;
-	fd = sys_open("/proc/self/pagemap", O_RDONLY);
-	if (fd >= 0) {
-		if (sys_pread(fd, &e, sizeof(e), (off_t)((uintptr_t)p / ec->page * sizeof(e))) !=
-		    (long)sizeof(e))
-			e = 0;
-		sys_close(fd);
-	}
+	e = proc_pagemap_self_entry((uintptr_t)p, ec->page);
 	sys_munmap((void *)(uintptr_t)p, (size_t)ec->page);
 	if (!(e & PM_PRESENT) || !(e & PM_PFN_MASK))
 		return;

@@ -200,8 +200,8 @@ int folio_scan_range(struct folio_scan *fs, uint64_t start, uint64_t end, struct
 
 	while (vpn < vend) {
 		size_t n = vend - vpn < FS_CHUNK ? (size_t)(vend - vpn) : FS_CHUNK;
-		long r = sys_pread(fs->pagemap_fd, fs->pm, n * sizeof(*fs->pm),
-				   (off_t)(vpn * sizeof(*fs->pm)));
+		long r = proc_pagemap_entries(fs->pagemap_fd, vpn * fs->page_size, fs->page_size,
+					      fs->pm, n);
 		size_t got, i = 0;
 
 		if (r < 0)
@@ -209,7 +209,7 @@ int folio_scan_range(struct folio_scan *fs, uint64_t start, uint64_t end, struct
 		/* An address space that is gone reads empty. */
 		if (r == 0)
 			return -ESRCH;
-		got = (size_t)r / sizeof(*fs->pm);
+		got = (size_t)r;
 		fs->pagemap_reads++;
 		while (i < got) {
 			uint64_t e = fs->pm[i], pfn;
@@ -272,16 +272,9 @@ int folio_small_anon_none(const struct thp_probe_info *pi, uint64_t pmd_size)
 
 int folio_frames_visible(void)
 {
-	uint64_t here = 0, e = 0;
-	int fd = sys_open("/proc/self/pagemap", O_RDONLY);
-	uint64_t page = caps_get()->page_size;
-
-	if (fd < 0)
-		return 0;
+	uint64_t here = 0;
 	/* @here is on this thread's stack: a present page. */
-	if (sys_pread(fd, &e, sizeof(e), (off_t)((uintptr_t)&here / page * sizeof(e))) !=
-	    (long)sizeof(e))
-		e = 0;
-	sys_close(fd);
+	uint64_t e = proc_pagemap_self_entry((uintptr_t)&here, caps_get()->page_size);
+
 	return (e & PM_PRESENT) && (e & PM_PFN_MASK);
 }

@@ -46,7 +46,7 @@ void folio_scan_close(struct folio_scan *fs);
  * than @pmd_size exists anywhere now: it has no such sizes (before 6.8),
  * or every such size's counter (hugepages-SIZEkB/stats/nr_anon) reads 0.
  * 0 when one exists, or a counter is missing (6.12 has them) or unreadable.
- * @pi: the folio sizes as caps_folio_sizes() read them.
+ * @pi: the folio sizes as probe_folio_sizes() read them.
  */
 int folio_small_anon_none(const struct thp_probe_info *pi, uint64_t pmd_size);
 /*

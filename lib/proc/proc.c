@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * A target's /proc files: the one place that picks /proc/self or
- * /proc/PID, and the one reader of the status files (for the targets, the
- * inject session and the access checks).
+ * /proc/PID, the one caller of PAGEMAP_SCAN and reader of pagemap entries,
+ * and the one reader of the status files (for the targets, the inject
+ * session and the access checks).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +44,26 @@ long proc_pagemap_scan(int fd, uint64_t start, uint64_t end, const struct proc_p
 	r = sys_ioctl(fd, PAGEMAP_SCAN, &a);
 	*walk_end = a.walk_end;
 	return r;
+}
+
+long proc_pagemap_entries(int fd, uint64_t addr, uint64_t page, uint64_t *entries, size_t n)
+{
+	long r = sys_pread(fd, entries, n * sizeof(*entries), (off_t)(addr / page * sizeof(*entries)));
+
+	return r < 0 ? r : r / (long)sizeof(*entries);
+}
+
+uint64_t proc_pagemap_self_entry(uintptr_t addr, uint64_t page)
+{
+	uint64_t e = 0;
+	int fd = sys_open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd < 0)
+		return 0;
+	if (proc_pagemap_entries(fd, addr, page, &e, 1) != 1)
+		e = 0;
+	sys_close(fd);
+	return e;
 }
 
 int proc_open(const struct thp_target *t, const char *file)

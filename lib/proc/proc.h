@@ -31,6 +31,15 @@ long proc_pagemap_scan(int fd, uint64_t start, uint64_t end, const struct proc_p
 		       struct page_region *vec, size_t n, uint64_t *walk_end);
 
 /*
+ * Entries of @n pages from @addr on (pages of @page bytes, 8 bytes an
+ * entry) from the pagemap @fd, into @entries: how many were read (0 from
+ * an address space that is gone), or -errno.
+ */
+long proc_pagemap_entries(int fd, uint64_t addr, uint64_t page, uint64_t *entries, size_t n);
+/* The calling process's entry for its page at @addr (pages of @page bytes); 0 if unreadable. */
+uint64_t proc_pagemap_self_entry(uintptr_t addr, uint64_t page);
+
+/*
  * The status file of process @pid (@tid 0) or of its thread @tid, into
  * @buf (NUL-terminated): its length, or -ESRCH (gone) or another -errno.
  * @pid 0: the calling process (/proc/self/status).

@@ -294,7 +294,7 @@ static int query_sizes_open(struct query_sizes *q, const struct thp_target *t)
 	int r;
 
 	memset(q, 0, sizeof(*q));
-	caps_folio_sizes(&q->pi);
+	probe_folio_sizes(&q->pi);
 	for (uint32_t i = 0; i < q->pi.nr_sizes && i < THP_PROBE_MAX_SIZES; i++) {
 		if (q->pi.sizes[i].huge_policy) {
 			q->min_huge_size = q->pi.sizes[i].size;
