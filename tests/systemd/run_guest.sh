@@ -25,7 +25,9 @@ skip() {
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not found (bash .ci/deps)"
 t=$(date +%s)
 # Its last line of output is the image directory.
-image=$(bash "$here/build_image.sh")
+# THP_SYSTEMD_VARIANT=containers: the image with the container engines
+# (build_image.sh) for the containers phase (containers_test.sh).
+image=$(THP_IMAGE_VARIANT=${THP_SYSTEMD_VARIANT:-} bash "$here/build_image.sh")
 rc=$?
 image=${image##*$'\n'}
 if [ $rc = 77 ]; then
@@ -39,7 +41,8 @@ echo "image: $image ($(($(date +%s) - t)) s to build or find)"
 work=$(mktemp -d "${build_dir%/}/systemd-guest.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/payload/opt/libthp-vmtest"
-cp "$here/guest_test.sh" "$here/thpd_test.sh" "$here/soak_test.sh" "$work/payload/opt/libthp-vmtest/" || exit 1
+cp "$here/guest_test.sh" "$here/thpd_test.sh" "$here/soak_test.sh" "$here/containers_test.sh" \
+	"$work/payload/opt/libthp-vmtest/" || exit 1
 # LIBTHP_DEBS (a directory of .ci/package's output; .ci/run sets it): the
 # guest installs the project's packages with dpkg, as a user would, and
 # runs thpctl and the preload from where they put them.  Otherwise this
@@ -75,6 +78,9 @@ for extra in "${@:8}"; do
 	*/sbin/thpd | */systemd/system/thpd.service | /etc/thpd.conf)
 		[ -n "${LIBTHP_DEBS:-}" ] && continue
 		[ "${dest##*/}" = thpd ] && thpd_dest=$dest ;;
+	# The OCI hook and its hooks.d file (containers_test.sh installs it).
+	*/oci-hook/*.json) oci_hook_json_dest=$dest ;;
+	*/oci-hook/*) oci_hook_dest=$dest ;;
 	esac
 	mkdir -p "$work/payload$(dirname "$dest")" && cp "$src" "$work/payload$dest" || exit 1
 	# libinih, which thpd links and the image lacks: the host's.
@@ -100,6 +106,12 @@ THPD_FILL_MIB=${THP_SYSTEMD_THPD_FILL_MIB:-500}
 SOAK_SECONDS=${THP_SYSTEMD_SOAK_SECONDS:-1800}
 SOAK_WORKLOAD=/usr/local/libexec/libthp-vmtest/soak_workload
 SECCOMP_TARGET=/usr/local/libexec/libthp-vmtest/seccomp_target
+CT_FILL_MIB=${THP_SYSTEMD_CT_FILL_MIB:-256}
+CT_HUGE_SECONDS=${THP_SYSTEMD_CT_HUGE_SECONDS:-120}
+CT_SHORT_LIVED=${THP_SYSTEMD_CT_SHORT_LIVED:-100}
+CT_CACHE_METRIC=${THP_SYSTEMD_CT_CACHE_METRIC:-thpd_container_cache_entries}
+OCI_HOOK=${oci_hook_dest:-}
+OCI_HOOK_JSON=${oci_hook_json_dest:-}
 CONF
 # A tar on a raw disk: the guest reads it from /dev/vdb (vmtest.service).
 tar -C "$work/payload" -cf "$work/payload.tar" --owner=0 --group=0 . || exit 1
