@@ -24,11 +24,12 @@ case $variant in
 '') ;;
 containers)
 	# Debian 12's podman (crun, runc; catatonit for the pause image
-	# kube play builds locally), docker.io and containerd.  Docker's
+	# kube play builds locally), docker.io and containerd; dbus, which
+	# their systemd cgroup driver (the default) needs.  Docker's
 	# daemons start only in the phase that uses them, without a bridge or
 	# iptables rules (the containers use the host's network): a faster
 	# boot for the podman phases.
-	packages+=,podman,crun,runc,catatonit,docker.io,containerd
+	packages+=,dbus,podman,crun,runc,catatonit,docker.io,containerd
 	size=3G
 	extra_hooks=(--customize-hook='chroot "$1" systemctl disable docker.service docker.socket containerd.service'
 		--customize-hook='mkdir -p "$1/etc/docker" && printf "{\"bridge\": \"none\", \"iptables\": false, \"ip6tables\": false}\n" > "$1/etc/docker/daemon.json"')

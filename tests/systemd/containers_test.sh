@@ -140,7 +140,7 @@ ct_kube() { # RUNTIME
 	rpid=$(ct_find "$npid" redis-server)
 	urpid=$(ct_find "$upid" redis-server)
 	bad=
-	# Every sample, while 2 x CT_FILL_MIB go in: THP_enabled 0 and
+	# Every sample, while CT_FILL_MIB go in: THP_enabled 0 and
 	# 0 kB AnonHugePages in each process of the container.
 	ct_redis_fill 6390 "$CT_FILL_MIB" &
 	local filler=$!
@@ -149,7 +149,6 @@ ct_kube() { # RUNTIME
 		bad+=$(echo "$s" | awk '$3 != 0 || $4 != 0')
 		sleep 0.5
 	done
-	ct_redis_fill 6390 "$CT_FILL_MIB"
 	ct_redis_fill 6391 "$CT_FILL_MIB"
 	sleep 5
 	s=$(ct_sample "$npid")
