@@ -277,9 +277,10 @@ phase_containers() {
 		sed "s|\"path\" *: *\"[^\"]*\"|\"path\": \"$OCI_HOOK\"|" "$OCI_HOOK_JSON" \
 			>/etc/containers/oci/hooks.d/"${OCI_HOOK_JSON##*/}"
 	fi
-	info "containers: hooks.d: $(grep -l 'libthp.io' /etc/containers/oci/hooks.d/*.json /usr/share/containers/oci/hooks.d/*.json 2>/dev/null | tr '\n' ' ')"
+	# The file's key is a regular expression: libthp\.io/thp-policy.
+	info "containers: hooks.d: $(grep -lF 'thp-policy' /etc/containers/oci/hooks.d/*.json /usr/share/containers/oci/hooks.d/*.json 2>/dev/null | tr '\n' ' ')"
 	check ct_hook_installed "no hooks.d file names libthp.io/thp-policy" \
-		eval "grep -qs 'libthp.io/thp-policy' /etc/containers/oci/hooks.d/*.json /usr/share/containers/oci/hooks.d/*.json"
+		eval "grep -qsF 'thp-policy' /etc/containers/oci/hooks.d/*.json /usr/share/containers/oci/hooks.d/*.json"
 	t=$(date +%s)
 	ct_rootfs_tar /run/thp-ct.tar
 	podman import /run/thp-ct.tar "$ct_image" >/dev/null
