@@ -110,7 +110,7 @@ ct_redis_cmd() { # PORT
 # podman kube play of a pod, its container's init PID (0 on failure).
 ct_play() { # RUNTIME NAME
 	local out
-	out=$(podman --runtime "$1" kube play "$ct_yaml/$2.yaml" 2>&1) ||
+	out=$(timeout 600 podman --runtime "$1" kube play "$ct_yaml/$2.yaml" 2>&1) ||
 		echo "$out" | tail -n 5 | sed "s/^/VMTEST LOG $2 kube play: /" >&2
 	ct_pid podman "$2-work"
 }
@@ -271,11 +271,13 @@ phase_containers() {
 		return
 	fi
 	info "containers: $(podman --version), crun $(crun --version | head -n1), $(runc --version | head -n1), $(docker --version 2>/dev/null)"
-	# The OCI hook in podman's hooks.d, at the path it has here.
+	# The OCI hook in the hooks.d that podman 4.3 reads by default (its
+	# containers.conf: /usr/share/containers/oci/hooks.d only, not /etc's),
+	# where meson installs it, at the path the hook has here.
 	if [ -n "${OCI_HOOK_JSON:-}" ] && [ -r "$OCI_HOOK_JSON" ]; then
-		mkdir -p /etc/containers/oci/hooks.d
+		mkdir -p /usr/share/containers/oci/hooks.d
 		sed "s|\"path\" *: *\"[^\"]*\"|\"path\": \"$OCI_HOOK\"|" "$OCI_HOOK_JSON" \
-			>/etc/containers/oci/hooks.d/"${OCI_HOOK_JSON##*/}"
+			>/usr/share/containers/oci/hooks.d/"${OCI_HOOK_JSON##*/}"
 	fi
 	# The file's key is a regular expression: libthp\.io/thp-policy.
 	info "containers: hooks.d: $(grep -lF 'thp-policy' /etc/containers/oci/hooks.d/*.json /usr/share/containers/oci/hooks.d/*.json 2>/dev/null | tr '\n' ' ')"
