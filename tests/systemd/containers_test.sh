@@ -134,6 +134,10 @@ ct_kube() { # RUNTIME
 	upid=$(ct_play "$rt" "ct-plain-$rt")
 	info "containers $rt: pod ct-never-$rt init pid $npid ($(podman inspect --format '{{.OCIRuntime}}' "ct-never-$rt-work" 2>/dev/null)), ct-plain-$rt init pid $upid; first sample: $(echo $first | tr '\n' ' ')"
 	check "ct_${rt}_pods_run" "init pids $npid and $upid" test "$npid" != 0 -a "$upid" != 0
+	# What the hook said (syslog) and the hooks podman put in the bundle.
+	journalctl -q --no-pager -o cat -t thp-oci-hook 2>&1 | tail -n 4 | sed "s/^/VMTEST LOG ct-never-$rt hook: /"
+	info "containers $rt: hooks in ct-never-$rt-work's config.json: $(grep -o '"hooks":{[^]]*]' \
+		"$(podman inspect --format '{{.StaticDir}}' "ct-never-$rt-work" 2>/dev/null)/config.json" 2>/dev/null | head -c 400)"
 	[ "$npid" != 0 ] && [ "$upid" != 0 ] || { ct_down "ct-never-$rt"; ct_down "ct-plain-$rt"; return; }
 	ct_port_up 6390
 	ct_port_up 6391
