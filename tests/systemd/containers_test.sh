@@ -124,7 +124,7 @@ ct_down() { # NAME
 # kernel's own; memcached annotated huge (thpd) under madvise, where only
 # thpd makes it huge.
 ct_kube() { # RUNTIME
-	local rt=$1 npid upid mpid rpid urpid mmpid s bad first t pct anon huge align
+	local rt=$1 npid upid mpid rpid urpid mmpid s x bad first t pct anon huge align
 	echo always >/sys/kernel/mm/transparent_hugepage/enabled
 	ct_pod_yaml "ct-never-$rt" "libthp.io/thp-policy: never" "$(ct_redis_cmd 6390)"
 	ct_pod_yaml "ct-plain-$rt" "" "$(ct_redis_cmd 6391)"
@@ -150,18 +150,21 @@ ct_kube() { # RUNTIME
 	local filler=$!
 	while kill -0 $filler 2>/dev/null; do
 		s=$(ct_sample "$npid")
-		bad+=$(echo "$s" | awk '$3 != 0 || $4 != 0')
+		x=$(echo "$s" | awk '$3 != 0 || $4 != 0' | tr '\n' ' ')
+		[ -n "$x" ] && bad+="$x; "
 		sleep 0.5
 	done
 	ct_redis_fill 6391 "$CT_FILL_MIB"
 	sleep 5
 	s=$(ct_sample "$npid")
-	bad+=$(echo "$s" | awk '$3 != 0 || $4 != 0')
-	bad+=$(echo "$first" | awk '$3 != 0 || $4 != 0')
+	for x in "$first" "$s"; do
+		x=$(echo "$x" | awk '$3 != 0 || $4 != 0' | tr '\n' ' ')
+		[ -n "$x" ] && bad+="$x; "
+	done
 	info "containers $rt: never pod after the fill: $(echo $s | tr '\n' ' '); redis-server pid ${rpid:-none}: $(grep -E '^(Anonymous|AnonHugePages):' /proc/${rpid:-0}/smaps_rollup 2>/dev/null | tr -s ' ' | tr '\n' ' ')"
 	check "ct_${rt}_never_processes" "want more than one process with redis-server among them: $(echo $s | tr '\n' ' ')" \
 		test "$(echo "$s" | grep -c .)" -ge 2 -a -n "$rpid"
-	check "ct_${rt}_never_first_sample" "samples with THP_enabled 1 or AnonHugePages > 0: $(echo $bad | tr '\n' ' ')" \
+	check "ct_${rt}_never_first_sample" "samples (pid comm THP_enabled AnonHugePages_kB) with THP_enabled 1 or huge pages: $bad" \
 		test -z "$bad" -a -n "$first"
 	# The unannotated pod: THP as the machine gives it (its redis has
 	# huge pages under "always"), no policy, not listed by thpd.
