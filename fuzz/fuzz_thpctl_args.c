@@ -34,7 +34,7 @@
 #define MAX_ARGS 8
 #define POISON 0x5a5a5a5a5a5a5a5aULL
 
-/* parse.c reports pidfd_open() failures through this (main.c in thpctl). */
+/* parse.c reports pidfd_open() failures through this (cli.c in thpctl). */
 void thpctl_error(const char *fmt, ...)
 {
 	(void)fmt;

@@ -4,8 +4,8 @@
  * input as a configuration file, read through a memfd as /proc/self/fd/N:
  * it must never crash or leak, every error is "FILE:LINE: message" with a
  * line of the input (0: the file as a whole), and a configuration without
- * errors has only rules with a valid, non-empty UTF-8 name, a policy and
- * something to match.
+ * errors has only rules with a valid, non-empty UTF-8 name, a policy (or
+ * policy_from_annotation) and something to match.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create() */
@@ -19,13 +19,6 @@
 #include "fuzz.h"
 #include "json.h"
 #include "thpd.h"
-
-/* config.c logs nothing itself; thpd_log() lives in main.c. */
-void thpd_log(int prio, const char *fmt, ...)
-{
-	(void)prio;
-	(void)fmt;
-}
 
 static bool valid_name(const char *s)
 {
@@ -84,8 +77,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < c.nrules; i++) {
 			const struct thpd_rule *r = &c.rules[i];
 
-			if (!valid_name(r->name) || r->policy < 0 || r->policy > THPD_IGNORE ||
-			    (!r->cgroup && !r->exe && !r->user) || r->line < 1 || (size_t)r->line > lines)
+			if (!valid_name(r->conf.name) || r->conf.policy < -1 || r->conf.policy > THPD_RULE_IGNORE ||
+			    (r->conf.policy < 0 && !r->conf.policy_from_annotation) ||
+			    !thpd_rule_has_matcher(&r->conf) || r->conf.line < 1 || (size_t)r->conf.line > lines)
 				abort();
 		}
 		f = open_memstream(&out, &outlen);

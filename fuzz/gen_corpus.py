@@ -151,6 +151,10 @@ for name, (mode, old, first, last) in sorted(pe.items()):
 
 # thpd_config: whole configuration files (fuzz_thpd_config.c).
 thpd_config = {
+    'containers': b'[rule pods]\npod_namespace = shop\npod_name = web-*\ncontainer_name = nginx\n'
+                  b'label = app=web*\nlabel = tier=front\nannotation = libthp.io/thp-policy=*\n'
+                  b'policy_from_annotation = yes\nenforce = inject\n[rule bad]\nlabel = x\n'
+                  b'annotation = =y\npolicy_from_annotation = perhaps\n',
     'good': b'; comment\n[daemon]\ninterval_ms = 500\ncpu_budget = 2%\ncatchup_budget = 25%\n'
             b'metrics_file = /run/thpd/metrics.prom\nlisten = 127.0.0.1:9101\ntop_processes = 5\n'
             b'http_process_metrics = yes\n\n[rule db]\ncgroup = /system.slice/db.service\n'
@@ -207,3 +211,28 @@ thpd_json = {
 }
 for name, data in sorted(thpd_json.items()):
     write('thpd_json', name, data)
+
+# thpd_container: a selector byte (0 cgroup path or /proc/PID/cgroup text,
+# 1 OCI config.json, 2 docker config.v2.json, 3 containers.json, 4 runc or
+# crun state), then the text (tools/thpd/container_*.c).
+CID = b'0123456789abcdef' * 4
+thpd_container = {
+    'path_docker': b'\0/system.slice/docker-' + CID + b'.scope',
+    'path_cgroupfs': b'\0/docker/' + CID,
+    'path_crio': b'\0/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod'
+                 b'12345678_aaaa_bbbb_cccc_0123456789ab.slice/crio-' + CID + b'.scope',
+    'path_kubepods': b'\0/kubepods/besteffort/pod12345678-aaaa-bbbb-cccc-0123456789ab/' + CID,
+    'path_rootless': b'\0/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-' + CID + b'.scope',
+    'proc_v1': b'\x054:memory:/docker/' + CID + b'\n0::/\n',
+    'oci_crio': b'\1{"annotations":{"io.kubernetes.pod.namespace":"shop","io.kubernetes.pod.name":"web-0",'
+                b'"io.kubernetes.container.name":"nginx","io.kubernetes.cri-o.Labels":'
+                b'"{\\"app\\":\\"web\\"}","libthp.io/thp-policy":"never"}}',
+    'oci_containerd': b'\1{"annotations":{"io.kubernetes.cri.container-name":"db",'
+                      b'"io.kubernetes.cri.sandbox-name":"pg-1","io.kubernetes.cri.sandbox-namespace":"data"}}',
+    'docker_v2': b'\2{"Name":"/web","Config":{"Labels":{"tier":"db"}}}',
+    'storage': b'\3[{"id":"' + CID + b'","names":["redis1"]}]',
+    'state_crun': b'\4{"pid":1,"bundle":"/run/b"}',
+    'state_runc': b'\4{"config":{"labels":["bundle=/run/b"]}}',
+}
+for name, data in sorted(thpd_container.items()):
+    write('thpd_container', name, data)

@@ -20,7 +20,7 @@
  *
  * Nothing here prints (unless THP_PRELOAD_DEBUG=1) or fails the program:
  * advice that the kernel refuses is ignored, errno is what the real call
- * left.  The advice goes through libthp's syscall layer (lib/syscall.c),
+ * left.  The advice goes through libthp's syscall layer (lib/core/syscall.c),
  * not thp_apply_ranges(): that would probe the kernel (a dozen system
  * calls) in every program started under the preload.
  */

@@ -14,6 +14,11 @@
 - every ```go block of README.md (with --go) is a main package built
   against bindings/go and the built library, offline, and run: it must
   exit 0;
+- every ```rust block of README.md (with --cargo) is the main.rs of a
+  crate that depends on bindings/rust/libthp by path, built offline
+  against the built library and run: it must exit 0;
+- every ```yaml block of README.md is a Kubernetes manifest that
+  tests/deploy/k8s_validate.py finds valid against the API's schema;
 - every thpctl command line of README.md's ```sh blocks and of thpctl(1)'s
   EXAMPLES runs with the build's thpctl, PID placeholders replaced by a
   sleeping child of this script: it must not be refused as a bad command
@@ -36,7 +41,7 @@ import textwrap
 
 CI = os.environ.get("CI") == "true"
 failures = []
-checked = {"c": 0, "python": 0, "go": 0, "thpctl": 0}
+checked = {"c": 0, "python": 0, "go": 0, "rust": 0, "thpctl": 0, "yaml": 0}
 
 
 def fail(what, why, text=""):
@@ -168,10 +173,54 @@ def check_go(what, code, args, tmp):
         print("ok   %s (Go): %s" % (what, r.stdout.strip().split("\n")[-1]))
 
 
+def check_rust(what, code, args, tmp):
+    """A ```rust block: the main.rs of a crate using bindings/rust/libthp
+    by path (nothing fetched: the binding has no dependency from outside),
+    built with the cargo given and its own rustc, and run."""
+    checked["rust"] += 1
+    d = os.path.join(tmp, "rust%d" % checked["rust"])
+    os.makedirs(os.path.join(d, "src"))
+    with open(os.path.join(d, "src", "main.rs"), "w", encoding="utf-8") as f:
+        f.write(code)
+    with open(os.path.join(d, "Cargo.toml"), "w", encoding="utf-8") as f:
+        f.write('[package]\nname = "example"\nversion = "0.1.0"\nedition = "2021"\n\n'
+                '[dependencies]\nlibthp = { path = "%s" }\n'
+                % os.path.join(os.path.abspath(args.source), "bindings", "rust", "libthp"))
+    rbuild = os.path.join(os.path.abspath(args.build), "bindings", "rust")
+    bindir = os.path.dirname(args.cargo)
+    env = dict(os.environ, PKG_CONFIG_PATH=rbuild, CARGO_HOME=os.path.join(rbuild, "cargo-home"),
+               CARGO_TARGET_DIR=os.path.join(rbuild, "target-doc"), CARGO_NET_OFFLINE="true",
+               RUSTC=os.path.join(bindir, "rustc"), RUSTDOC=os.path.join(bindir, "rustdoc"),
+               LD_LIBRARY_PATH=os.path.dirname(os.path.abspath(args.library)))
+    r = run([args.cargo, "run", "--offline", "-q"], what, timeout=600, env=env, cwd=d,
+            stdin=subprocess.DEVNULL)
+    if r is None:
+        return
+    if r.returncode != 0:
+        fail(what, "exits %d" % r.returncode, r.stdout + r.stderr + "\n" + code)
+    else:
+        print("ok   %s (Rust): %s" % (what, r.stdout.strip().split("\n")[-1]))
+def check_yaml(what, text, args):
+    """A Kubernetes manifest, against the API's schema (tests/deploy/k8s_validate.py)."""
+    sys.path.insert(0, os.path.join(args.source, "tests", "deploy"))
+    try:
+        import k8s_validate
+    except ImportError as e:
+        if CI:
+            fail(what, "cannot check the manifest: %s (python3-kubernetes)" % e)
+        else:
+            print("%s: not checked, %s (Debian: python3-kubernetes)" % (what, e))
+        return
+    checked["yaml"] += 1
+    errors = k8s_validate.check_text(text, what)
+    if errors:
+        fail(what, "not a valid Kubernetes manifest", "\n".join(errors))
+
+
 def thpctl_lines(text):
     """The thpctl command lines in a shell block (prompts, ExecStart= and
     comments removed)."""
-    for line in text.split("\n"):
+    for line in re.sub(r"\\\n\s*", " ", text).split("\n"):
         line = re.sub(r"^\s*\$\s+", "", line)
         line = re.sub(r"^ExecStart=", "", line)
         line = re.sub(r"\s+#.*$", "", line).strip()
@@ -193,10 +242,22 @@ def check_thpctl(what, line, args, pid):
         # --watch lasts as long as its target: give it one that exits soon.
         short = subprocess.Popen(["sleep", "2"])
         pid = short.pid
-    if len(words) > 1 and words[1] == "run" and "--" in words:
+    if len(words) > 1 and words[1] in ("run", "compare") and "--" in words:
         cut = words.index("--") + 1
         if cut < len(words) and not words[cut].startswith("build/"):
             words = words[:cut] + ["true"]
+    if len(words) > 1 and words[1] == "compare":
+        # The server is "true" now: a load and a readiness check that need
+        # nothing, and a metric the load prints, keep the options checked.
+        for i in range(2, len(words) - 1):
+            if words[i - 1] == "--ready":
+                words[i] = "true"
+            elif words[i - 1] == "--load":
+                words[i] = "echo 'GET: 1000.5 requests per second'"
+            elif words[i - 1] == "--metric" and "--load" not in words:
+                words[i] = "."
+            elif words[i - 1] == "--svg":
+                words[i] = os.path.join(tempfile.gettempdir(), "doc-example-pairs.svg")
     for i, w in enumerate(words[1:], 1):
         if words[i - 1] in ("-p", "--pid") and (w == "PID" or w.isdigit()):
             w = str(pid)
@@ -226,6 +287,7 @@ def main():
     p.add_argument("--thpctl", required=True)
     p.add_argument("--no-python", action="store_true")
     p.add_argument("--go", help="the go command (else ```go blocks are not run)")
+    p.add_argument("--cargo", help="the cargo command (else ```rust blocks are not run)")
     p.add_argument("--cflag", action="append", default=[])
     p.add_argument("cc", nargs="+")
     args = p.parse_args()
@@ -249,6 +311,10 @@ def main():
                     check_python(what, text, args, tmp)
                 elif lang == "go" and args.go:
                     check_go(what, text, args, tmp)
+                elif lang == "rust" and args.cargo:
+                    check_rust(what, text, args, tmp)
+                elif lang == "yaml":
+                    check_yaml(what, text, args)
                 elif lang == "sh":
                     for cmd in thpctl_lines(text):
                         check_thpctl(what, cmd, args, target.pid)
@@ -266,10 +332,12 @@ def main():
         target.wait()
 
     print("checked %(c)d C programs, %(python)d Python blocks, %(go)d Go programs, "
-          "%(thpctl)d thpctl command lines" % checked)
+          "%(rust)d Rust programs, "
+          "%(thpctl)d thpctl command lines, %(yaml)d Kubernetes manifests" % checked)
     # An extractor that finds nothing would pass everything.
     if checked["c"] < 9 or checked["thpctl"] < 5 or \
-       (not args.no_python and checked["python"] < 1) or (args.go and checked["go"] < 1):
+       (not args.no_python and checked["python"] < 1) or (args.go and checked["go"] < 1) or \
+       (args.cargo and checked["rust"] < 1) or (CI and checked["yaml"] < 1):
         fail("extraction", "fewer examples found than README and man/ hold")
     if failures:
         print("%d example(s) failed" % len(failures))

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* A page-at-a-time reader of folio sizes, written apart from lib/folio_sizes.c. */
+/* A page-at-a-time reader of folio sizes, written apart from lib/proc/folio_scan.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -26,7 +26,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
-#include "../lib/compat.h" /* PROCMAP_QUERY, PAGEMAP_SCAN */
+#include "compat.h" /* PROCMAP_QUERY, PAGEMAP_SCAN */
 
 static bool parse_header(const char *line, uint64_t *start, uint64_t *end,
 			 char perms[8])

@@ -22,6 +22,22 @@ so=$(find "$dest" -name 'libthp.so.*' -print -quit)
 [ -n "$so" ] || fail "libthp.so.* not installed"
 libdir=$(dirname "$so")
 [ -e "$libdir/libthp.so" ] || fail "libthp.so development link not installed"
+# The bash completion of each installed tool, where bash-completion loads
+# it from (completions/NAME), registering the completion of NAME.
+for tool in thpctl thpd; do
+	find "$dest" -path "*bin/$tool" -print -quit | grep -q . || continue
+	comp=$(find "$dest" -path "*/share/bash-completion/completions/$tool" -print -quit)
+	[ -n "$comp" ] || fail "no bash completion installed for $tool"
+	bash -c "source '$comp' && complete -p $tool" >/dev/null ||
+		fail "$comp does not register a completion for $tool"
+done
+# thp-oci-hook and the hooks.d file that podman and CRI-O read, naming it.
+hook=$(find "$dest" -path '*/libthp/thp-oci-hook' -print -quit)
+[ -n "$hook" ] && [ -x "$hook" ] || fail "thp-oci-hook not installed"
+hooks_json=$(find "$dest" -path '*/share/containers/oci/hooks.d/libthp.json' -print -quit)
+[ -n "$hooks_json" ] || fail "hooks.d/libthp.json not installed"
+grep -q "\"path\": \"${hook#"$dest"}\"" "$hooks_json" ||
+	fail "hooks.d/libthp.json does not name ${hook#"$dest"}"
 
 cat > "$tmp/prog.c" <<'PROG'
 #include <stdio.h>

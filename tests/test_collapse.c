@@ -23,7 +23,7 @@
 #include <thp/thp.h>
 
 #include "helpers.h"
-#include "../lib/compat.h" /* MADV_COLLAPSE */
+#include "compat.h" /* MADV_COLLAPSE */
 
 /* The cases over 4 GiB of address space exist on 64-bit builds only. */
 #define WIDE_ADDRESS_SPACE (UINTPTR_MAX > 0xffffffffu)

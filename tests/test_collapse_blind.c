@@ -28,7 +28,7 @@
 #include <thp/thp.h>
 
 #include "helpers.h"
-#include "../lib/compat.h" /* PAGEMAP_SCAN, MADV_COLLAPSE */
+#include "compat.h" /* PAGEMAP_SCAN, MADV_COLLAPSE */
 
 #define EXTENTS 16
 

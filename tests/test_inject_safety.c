@@ -26,7 +26,7 @@
 #include <thp/thp.h>
 
 #include "helpers.h"
-#include "../lib/compat.h"
+#include "compat.h"
 
 #if defined(__x86_64__)
 

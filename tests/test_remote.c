@@ -18,7 +18,7 @@
 #include <thp/thp.h>
 
 #include "helpers.h"
-#include "../lib/compat.h" /* __NR_pidfd_open */
+#include "compat.h" /* __NR_pidfd_open */
 
 struct child {
 	pid_t pid;

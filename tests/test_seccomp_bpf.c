@@ -24,15 +24,15 @@
 #define PROLOGUE 7
 
 /* The interpreter's types must be the kernel's. */
-_Static_assert(sizeof(struct sf_insn) == sizeof(struct sock_filter), "sf_insn");
-_Static_assert(sizeof(struct sf_data) == sizeof(struct seccomp_data), "sf_data");
-_Static_assert(offsetof(struct sf_data, args) == offsetof(struct seccomp_data, args), "args");
+_Static_assert(sizeof(struct seccomp_filter_insn) == sizeof(struct sock_filter), "seccomp_filter_insn");
+_Static_assert(sizeof(struct seccomp_filter_data) == sizeof(struct seccomp_data), "seccomp_filter_data");
+_Static_assert(offsetof(struct seccomp_filter_data, args) == offsetof(struct seccomp_data, args), "args");
 
 /* The classic BPF seccomp accepts, each encoded as the kernel spells it. */
 START_TEST(refuses_what_the_kernel_refuses)
 {
-	const struct sf_data d = { 0 };
-	const struct sf_insn bad[][2] = {
+	const struct seccomp_filter_data d = { 0 };
+	const struct seccomp_filter_insn bad[][2] = {
 		{ { BPF_LD | BPF_B | BPF_ABS, 0, 0, 0 }, { BPF_RET | BPF_K, 0, 0, 0 } },
 		{ { BPF_LD | BPF_W | BPF_ABS, 0, 0, 2 }, { BPF_RET | BPF_K, 0, 0, 0 } },
 		{ { BPF_LD | BPF_W | BPF_ABS, 0, 0, 64 }, { BPF_RET | BPF_K, 0, 0, 0 } },
@@ -48,7 +48,7 @@ START_TEST(refuses_what_the_kernel_refuses)
 	uint32_t r;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ck_assert_msg(sf_run(bad[i], 2, &d, &r) == -EINVAL, "program %zu ran", i);
+		ck_assert_msg(seccomp_filter_run(bad[i], 2, &d, &r) == -EINVAL, "program %zu ran", i);
 }
 END_TEST
 
@@ -82,7 +82,7 @@ static uint32_t rnd(void)
 }
 
 /* A value a filter might compare with: often one of the call's own words. */
-static uint32_t interesting(const struct sf_data *d)
+static uint32_t interesting(const struct seccomp_filter_data *d)
 {
 	uint32_t w[16];
 
@@ -101,9 +101,9 @@ static uint32_t interesting(const struct sf_data *d)
 
 static uint32_t random_action(void)
 {
-	static const uint32_t act[] = { SF_RET_KILL_PROCESS, SF_RET_KILL_THREAD, SF_RET_TRAP,
-					SF_RET_ERRNO, SF_RET_USER_NOTIF, SF_RET_TRACE, SF_RET_LOG,
-					SF_RET_ALLOW, SF_RET_ALLOW, SF_RET_ERRNO };
+	static const uint32_t act[] = { SECCOMP_FILTER_RET_KILL_PROCESS, SECCOMP_FILTER_RET_KILL_THREAD, SECCOMP_FILTER_RET_TRAP,
+					SECCOMP_FILTER_RET_ERRNO, SECCOMP_FILTER_RET_USER_NOTIF, SECCOMP_FILTER_RET_TRACE, SECCOMP_FILTER_RET_LOG,
+					SECCOMP_FILTER_RET_ALLOW, SECCOMP_FILTER_RET_ALLOW, SECCOMP_FILTER_RET_ERRNO };
 
 	return act[rnd() % (sizeof(act) / sizeof(act[0]))] | (rnd() % 4 ? rnd() % 40 : rnd() % 65536);
 }
@@ -113,30 +113,30 @@ static uint32_t random_action(void)
  * a random program the kernel accepts: forward jumps in range, loads from
  * scratch words stored first, shifts below 32, no division by constant 0.
  */
-static size_t random_filter(struct sf_insn *f, const struct sf_data *d)
+static size_t random_filter(struct seccomp_filter_insn *f, const struct seccomp_filter_data *d)
 {
 	size_t body = 1 + rnd() % MAX_BODY, len = PROLOGUE + body + 1, k = 0;
 
-	f[k++] = (struct sf_insn){ BPF_LD | BPF_W | BPF_ABS, 0, 0, offsetof(struct seccomp_data, nr) };
-	f[k++] = (struct sf_insn){ BPF_JMP | BPF_JEQ | BPF_K, 1, 0, SYS_getppid };
-	f[k++] = (struct sf_insn){ BPF_RET | BPF_K, 0, 0, SF_RET_ALLOW };
+	f[k++] = (struct seccomp_filter_insn){ BPF_LD | BPF_W | BPF_ABS, 0, 0, offsetof(struct seccomp_data, nr) };
+	f[k++] = (struct seccomp_filter_insn){ BPF_JMP | BPF_JEQ | BPF_K, 1, 0, SYS_getppid };
+	f[k++] = (struct seccomp_filter_insn){ BPF_RET | BPF_K, 0, 0, SECCOMP_FILTER_RET_ALLOW };
 	for (uint32_t m = 0; m < 4; m++)
-		f[k++] = (struct sf_insn){ BPF_ST, 0, 0, m };
+		f[k++] = (struct seccomp_filter_insn){ BPF_ST, 0, 0, m };
 	while (k < len - 1) {
 		size_t room = len - k - 2; /* instructions a jump may skip */
 		uint32_t op = rnd() % 20;
-		struct sf_insn i = { 0, 0, 0, 0 };
+		struct seccomp_filter_insn i = { 0, 0, 0, 0 };
 		static const uint16_t alu[] = { BPF_ADD, BPF_SUB, BPF_MUL, BPF_DIV, BPF_OR,
 						BPF_AND, BPF_LSH, BPF_RSH, BPF_XOR };
 		static const uint16_t jmp[] = { BPF_JEQ, BPF_JGT, BPF_JGE, BPF_JSET };
 
 		if (op < 5) {
-			i = (struct sf_insn){ BPF_LD | BPF_W | BPF_ABS, 0, 0, (rnd() % 16) * 4 };
+			i = (struct seccomp_filter_insn){ BPF_LD | BPF_W | BPF_ABS, 0, 0, (rnd() % 16) * 4 };
 		} else if (op < 9) {
 			uint16_t a = alu[rnd() % 9];
 			bool x = rnd() % 2;
 
-			i = (struct sf_insn){ (uint16_t)(BPF_ALU | a | (x ? BPF_X : BPF_K)), 0, 0,
+			i = (struct seccomp_filter_insn){ (uint16_t)(BPF_ALU | a | (x ? BPF_X : BPF_K)), 0, 0,
 					      rnd() % 3 ? rnd() % 40 : rnd() };
 			if (!x && (a == BPF_LSH || a == BPF_RSH))
 				i.k %= 32;
@@ -145,33 +145,33 @@ static size_t random_filter(struct sf_insn *f, const struct sf_data *d)
 		} else if (op < 13) {
 			bool x = rnd() % 2;
 
-			i = (struct sf_insn){ (uint16_t)(BPF_JMP | jmp[rnd() % 4] | (x ? BPF_X : BPF_K)),
+			i = (struct seccomp_filter_insn){ (uint16_t)(BPF_JMP | jmp[rnd() % 4] | (x ? BPF_X : BPF_K)),
 					      (uint8_t)(rnd() % (room + 1)),
 					      (uint8_t)(rnd() % (room + 1)), interesting(d) };
 		} else {
 			switch (op) {
-			case 13: i = (struct sf_insn){ BPF_LD | BPF_IMM, 0, 0, interesting(d) }; break;
-			case 14: i = (struct sf_insn){ BPF_LDX | BPF_IMM, 0, 0, interesting(d) }; break;
-			case 15: i = (struct sf_insn){ (uint16_t)(rnd() % 2 ? BPF_LD | BPF_MEM :
+			case 13: i = (struct seccomp_filter_insn){ BPF_LD | BPF_IMM, 0, 0, interesting(d) }; break;
+			case 14: i = (struct seccomp_filter_insn){ BPF_LDX | BPF_IMM, 0, 0, interesting(d) }; break;
+			case 15: i = (struct seccomp_filter_insn){ (uint16_t)(rnd() % 2 ? BPF_LD | BPF_MEM :
 								 BPF_LDX | BPF_MEM), 0, 0, rnd() % 4 }; break;
-			case 16: i = (struct sf_insn){ (uint16_t)(rnd() % 2 ? BPF_ST : BPF_STX), 0, 0,
+			case 16: i = (struct seccomp_filter_insn){ (uint16_t)(rnd() % 2 ? BPF_ST : BPF_STX), 0, 0,
 						       rnd() % 4 }; break;
-			case 17: i = (struct sf_insn){ (uint16_t)(BPF_MISC | (rnd() % 2 ? BPF_TAX :
+			case 17: i = (struct seccomp_filter_insn){ (uint16_t)(BPF_MISC | (rnd() % 2 ? BPF_TAX :
 									     BPF_TXA)), 0, 0, 0 }; break;
-			case 18: i = (struct sf_insn){ (uint16_t)(rnd() % 3 ? BPF_ALU | BPF_NEG :
+			case 18: i = (struct seccomp_filter_insn){ (uint16_t)(rnd() % 3 ? BPF_ALU | BPF_NEG :
 								 rnd() % 2 ? BPF_LD | BPF_W | BPF_LEN :
 								 BPF_LDX | BPF_W | BPF_LEN), 0, 0, 0 }; break;
 			default:
-				i = rnd() % 3 ? (struct sf_insn){ BPF_RET | BPF_K, 0, 0, random_action() }
-					      : (struct sf_insn){ BPF_RET | BPF_A, 0, 0, 0 };
+				i = rnd() % 3 ? (struct seccomp_filter_insn){ BPF_RET | BPF_K, 0, 0, random_action() }
+					      : (struct seccomp_filter_insn){ BPF_RET | BPF_A, 0, 0, 0 };
 				if (rnd() % 2 && room)
-					i = (struct sf_insn){ BPF_JMP | BPF_JA, 0, 0, rnd() % (room + 1) };
+					i = (struct seccomp_filter_insn){ BPF_JMP | BPF_JA, 0, 0, rnd() % (room + 1) };
 				break;
 			}
 		}
 		f[k++] = i;
 	}
-	f[k++] = (struct sf_insn){ BPF_RET | BPF_K, 0, 0, random_action() };
+	f[k++] = (struct seccomp_filter_insn){ BPF_RET | BPF_K, 0, 0, random_action() };
 	return k;
 }
 
@@ -181,18 +181,18 @@ static size_t random_filter(struct sf_insn *f, const struct sf_data *d)
 
 static long predicted(uint32_t r, long ppid)
 {
-	uint32_t data = r & SF_RET_DATA;
+	uint32_t data = r & SECCOMP_FILTER_RET_DATA;
 
-	switch (r & SF_RET_ACTION_FULL) {
-	case SF_RET_ALLOW:
-	case SF_RET_LOG:
+	switch (r & SECCOMP_FILTER_RET_ACTION_FULL) {
+	case SECCOMP_FILTER_RET_ALLOW:
+	case SECCOMP_FILTER_RET_LOG:
 		return ppid;
-	case SF_RET_ERRNO:
+	case SECCOMP_FILTER_RET_ERRNO:
 		return -(long)(data > 4095 ? 4095 : data);
-	case SF_RET_TRACE:
-	case SF_RET_USER_NOTIF:
+	case SECCOMP_FILTER_RET_TRACE:
+	case SECCOMP_FILTER_RET_USER_NOTIF:
 		return -ENOSYS; /* no tracer, no listener */
-	case SF_RET_TRAP:
+	case SECCOMP_FILTER_RET_TRAP:
 		return OUT_TRAPPED;
 	default:
 		return OUT_KILLED;
@@ -206,7 +206,7 @@ static void on_sigsys(int sig)
 }
 
 /* Install the filters in a child, make the call there, and say what happened. */
-static long kernel_outcome(const struct sf_filters *sf, const struct sf_data *d)
+static long kernel_outcome(const struct seccomp_filter_set *sf, const struct seccomp_filter_data *d)
 {
 	int p[2], st;
 	long ret = 0;
@@ -249,7 +249,7 @@ static long kernel_outcome(const struct sf_filters *sf, const struct sf_data *d)
 START_TEST(random_filters_match_the_kernel)
 {
 	unsigned int cases = scaled(1000, 100), counts[8] = { 0 };
-	struct sf_insn insns[MAX_FILTERS * (PROLOGUE + MAX_BODY + 1)];
+	struct seccomp_filter_insn insns[MAX_FILTERS * (PROLOGUE + MAX_BODY + 1)];
 	size_t start[MAX_FILTERS], len[MAX_FILTERS];
 	struct timespec t0, t1;
 	uint64_t eval_ns = 0;
@@ -258,9 +258,9 @@ START_TEST(random_filters_match_the_kernel)
 					    : (uint64_t)time(NULL);
 	printf("seccomp_bpf: seed %llu (THP_TEST_SEED)\n", (unsigned long long)rng_state);
 	for (unsigned int n = 0; n < cases; n++) {
-		struct sf_data d = { .nr = SYS_getppid, .arch = AUDIT_ARCH_X86_64,
+		struct seccomp_filter_data d = { .nr = SYS_getppid, .arch = AUDIT_ARCH_X86_64,
 				     .instruction_pointer = (uintptr_t)thp_test_sc6_after };
-		struct sf_filters sf = { insns, start, len, 1 + rnd() % MAX_FILTERS };
+		struct seccomp_filter_set sf = { insns, start, len, 1 + rnd() % MAX_FILTERS };
 		size_t total = 0;
 		uint32_t r;
 		long want, got;
@@ -273,7 +273,7 @@ START_TEST(random_filters_match_the_kernel)
 			total += len[i];
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		ck_assert_int_eq(sf_eval(&sf, &d, &r), 0);
+		ck_assert_int_eq(seccomp_filter_eval(&sf, &d, &r), 0);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		eval_ns += (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
 			   (uint64_t)(t1.tv_nsec - t0.tv_nsec);
@@ -281,7 +281,7 @@ START_TEST(random_filters_match_the_kernel)
 		got = kernel_outcome(&sf, &d);
 		ck_assert_msg(got == want, "case %u: %u filters, interpreter 0x%08x predicts %ld, "
 			      "the kernel gave %ld", n, sf.n, r, want, got);
-		counts[(uint32_t)(r & SF_RET_ACTION_FULL) == SF_RET_ALLOW ? 0 :
+		counts[(uint32_t)(r & SECCOMP_FILTER_RET_ACTION_FULL) == SECCOMP_FILTER_RET_ALLOW ? 0 :
 		       want == OUT_KILLED ? 1 : want == OUT_TRAPPED ? 2 : want == -ENOSYS ? 3 :
 		       want < 0 ? 4 : 5]++;
 	}

@@ -2,11 +2,13 @@
 # meson.build's project version is the one source of the version; every
 # other place that writes it must agree: thp.h's THP_VERSION_* macros, the
 # newest symbol version node of lib/libthp.map (not newer than
-# MAJOR.MINOR), the .TH line of every man page, the newest NEWS entry, and,
-# where they exist, debian/changelog and the Python pyproject.toml.
-# usage: version_check.sh VERSION SRC_ROOT
+# MAJOR.MINOR), the .TH line of every man page, the newest NEWS entry, the
+# RPM spec's Version and newest %changelog entry, the generated libthp.pc,
+# and, where they exist, debian/changelog and the Python binding's meson.build.
+# RELEASING.md lists the same places.
+# usage: version_check.sh VERSION SRC_ROOT [LIBTHP_PC]
 set -u
-version=$1 src=$2
+version=$1 src=$2 pc=${3:-}
 fail=0
 bad() { echo "FAIL $*"; fail=1; }
 ok() { echo "ok   $*"; }
@@ -57,10 +59,24 @@ if [ -e "$src/debian/changelog" ]; then
 	[ "$up" = "$version" ] && ok "debian/changelog $deb" ||
 		bad "debian/changelog: upstream version '$up' (from $deb), meson.build says $version"
 fi
-py=$src/bindings/python/pyproject.toml
+# The binding's own meson project (meson-python takes its version there).
+py=$src/bindings/python/meson.build
 if [ -e "$py" ]; then
-	pv=$(sed -n 's/^version *= *"\(.*\)"/\1/p' "$py" | head -n1)
-	[ "$pv" = "$version" ] && ok "pyproject.toml $pv" ||
-		bad "bindings/python/pyproject.toml: version '$pv', meson.build says $version"
+	pv=$(sed -n "s/^project('thp', version : '\([^']*\)'.*/\1/p" "$py")
+	[ "$pv" = "$version" ] && ok "bindings/python/meson.build $pv" ||
+		bad "bindings/python/meson.build: version '$pv', meson.build says $version"
+fi
+spec=$src/packaging/rpm/libthp.spec
+sv=$(sed -n 's/^Version:[[:space:]]*\([^[:space:]]*\)$/\1/p' "$spec" 2>/dev/null)
+[ "$sv" = "$version" ] && ok "libthp.spec Version $sv" ||
+	bad "packaging/rpm/libthp.spec: Version '$sv', meson.build says $version"
+# The newest %changelog entry ends in " - VERSION-RELEASE".
+sc=$(sed -n '/^%changelog/,$s/^\* .* - \([^ ]*\)-[^-]*$/\1/p' "$spec" 2>/dev/null | head -n1)
+[ "$sc" = "$version" ] && ok "libthp.spec %changelog $sc" ||
+	bad "packaging/rpm/libthp.spec: newest %changelog entry is '$sc', meson.build says $version"
+if [ -n "$pc" ]; then
+	pv=$(sed -n 's/^Version: *//p' "$pc")
+	[ "$pv" = "$version" ] && ok "libthp.pc Version $pv" ||
+		bad "$pc: Version '$pv', meson.build says $version"
 fi
 exit $fail

@@ -28,6 +28,11 @@ if [ -n "${THP_SANITIZE:-}" ] && [ "$THP_SANITIZE" != none ]; then
 	sanitize=(-DCMAKE_C_FLAGS="-fsanitize=$THP_SANITIZE"
 		-DCMAKE_EXE_LINKER_FLAGS="-fsanitize=$THP_SANITIZE")
 fi
+# A lib64 libdir (the RPM layout, packaging/rpm/), which Debian's cmake
+# does not search (FIND_LIBRARY_USE_LIB64_PATHS is off there): named.
+case $cfg in
+*/lib64/*) sanitize+=(-Dlibthp_DIR="$(dirname "$cfg")") ;;
+esac
 # Only the DESTDIR's libthp: no system-wide one may satisfy find_package.
 "$cmake" -S "$src" -B "$tmp/build" -DCMAKE_PREFIX_PATH="$dest$prefix" "${sanitize[@]}" \
 	-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \

@@ -33,7 +33,7 @@
 
 #include "thp_default_util.c"
 #include "../helpers.h"
-#include "../../lib/compat.h" /* PR_*THP_DISABLE*, __NR_pidfd_open */
+#include "compat.h" /* PR_*THP_DISABLE*, __NR_pidfd_open */
 
 #define SYSFS_ENABLED "/sys/kernel/mm/transparent_hugepage/enabled"
 #define SYSFS_2M_ENABLED "/sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled"

@@ -22,7 +22,7 @@
 
 #include <thp/thp.h>
 #include "../helpers.h"
-#include "../../lib/compat.h" /* __NR_pidfd_open */
+#include "compat.h" /* __NR_pidfd_open */
 
 #define PMD (2UL << 20)
 

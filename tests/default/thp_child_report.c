@@ -16,7 +16,7 @@
 
 #include <thp/thp.h>
 
-#include "thp_default_util.c" /* and ../../lib/compat.h */
+#include "thp_default_util.c" /* and lib/core/compat.h */
 
 int main(int argc, char **argv)
 {

@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../lib/compat.h" /* MADV_HUGEPAGE */
+#include "compat.h" /* MADV_HUGEPAGE */
 
 #define TU_PMD (2UL << 20)
 #define TU_LEN (4UL << 20)            /* two PMDs */

@@ -29,7 +29,7 @@
 
 #include <thp/thp.h>
 
-#include "../../lib/compat.h" /* PR_GET_THP_DISABLE */
+#include "compat.h" /* PR_GET_THP_DISABLE */
 
 #define MIB (1024UL * 1024UL)
 

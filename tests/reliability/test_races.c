@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../lib/clock_ns.h"
+#include "clock_ns.h"
 #include "../helpers.h"
 #include "thp/thp.h"
 

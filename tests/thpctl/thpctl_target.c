@@ -19,7 +19,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "../../lib/compat.h" /* PR_THP_DISABLE_EXCEPT_ADVISED */
+#include "compat.h" /* PR_THP_DISABLE_EXCEPT_ADVISED */
 
 #ifndef MFD_CLOEXEC
 #define MFD_CLOEXEC 1U

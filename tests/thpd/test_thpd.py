@@ -263,7 +263,7 @@ def case_config(args, tmp):
                 "policy = never\nenforce = inject\nnot a key value line\n")
     r = subprocess.run([args.thpd, "--check-config", "--config", bad, "--config-dir",
                         os.path.join(tmp, "none.d")], capture_output=True, text=True)
-    want = [f"{bad}:2: cpu_budget", f"{bad}:3: rule \"x\" has no cgroup, exe or user",
+    want = [f"{bad}:2: cpu_budget", f"{bad}:3: rule \"x\" has no cgroup, exe, user, container_name",
             f"{bad}:8: policy: expected", f"{bad}:9: unknown key \"colour\"",
             f"{bad}:10: unknown section [weird]", f"{bad}:13: user: no such user",
             f"{bad}:16: syntax error"]
@@ -273,6 +273,31 @@ def case_config(args, tmp):
     check(r.stdout == "", "rules printed for a broken config")
     # An invalid policy is one error, not a second "has no policy".
     check('rule "y" has no policy' not in r.stderr, f"second error for policy = sometimes:\n{r.stderr}")
+
+    # The container keys: KEY=GLOB for label and annotation; a rule with
+    # policy_from_annotation needs no policy of its own, and may inject.
+    ctr = os.path.join(tmp, "ctr.conf")
+    with open(ctr, "w") as f:
+        f.write("[rule k]\npod_namespace = prod-*\nlabel = app=db*\nlabel = tier=x\nannotation = a/b=c\n"
+                "container_name = redis\npod_name = r-*\npolicy_from_annotation = yes\nenforce = inject\n"
+                "[rule e]\nlabel = novalue\nannotation = =x\npolicy_from_annotation = maybe\npolicy = huge\n"
+                "[rule f]\nlabel = a=b\n")
+    r = subprocess.run([args.thpd, "--check-config", "--config", ctr, "--config-dir",
+                        os.path.join(tmp, "none.d")], capture_output=True, text=True)
+    for w in (f"{ctr}:11: label: expected KEY=GLOB", f"{ctr}:12: annotation: expected KEY=GLOB",
+              f"{ctr}:13: policy_from_annotation: expected yes or no",
+              f"{ctr}:10: rule \"e\" has no cgroup", f"{ctr}:15: rule \"f\" has no policy"):
+        check(any(line.startswith(w) for line in r.stderr.splitlines()), f"no '{w}' in:\n{r.stderr}")
+    check(r.returncode == 1 and len(r.stderr.splitlines()) == 5, f"container keys:\n{r.stderr}")
+    with open(ctr, "w") as f:
+        f.write("[rule k]\npod_namespace = prod-*\nlabel = app=db*\nlabel = tier=x\nannotation = a/b=c\n"
+                "container_name = redis\npod_name = r-*\npolicy_from_annotation = yes\nenforce = inject\n")
+    r = subprocess.run([args.thpd, "--check-config", "--config", ctr, "--config-dir",
+                        os.path.join(tmp, "none.d")], capture_output=True, text=True)
+    check(r.returncode == 0 and "1. [rule k] (" in r.stdout and
+          "policy=annotation enforce=inject container_name=redis pod_namespace=prod-* pod_name=r-* "
+          "label=app=db* label=tier=x annotation=a/b=c policy_from_annotation=yes" in r.stdout,
+          f"container keys printed:\n{r.stdout}{r.stderr}")
 
     # A line over libinih's 199 characters: one error at its own line, and
     # the lines after it counted right; 199 characters are fine.
@@ -348,6 +373,23 @@ def case_reload(args, tmp):
         check(http_get(port, "/nothing")[0] == 404, "GET /nothing not 404")
         check(d.query("what").startswith("error:"), "unknown socket request not refused")
         check("[rule first]" in d.query("rules"), "first rules")
+        text = d.query("metrics")
+        first_ok = metric(text, "thpd_config_last_reload_success_timestamp_seconds")
+        check(metric(text, "thpd_config_last_reload_successful") == 1
+              and first_ok is not None and abs(first_ok - time.time()) < 600,
+              "start not reported as a successful load: %s" % first_ok)
+        check(metric(text, "process_start_time_seconds") is not None
+              and abs(metric(text, "process_start_time_seconds") - first_ok) < 60,
+              "process_start_time_seconds not the daemon's start")
+        # The scrape's own connection is open while thpd counts.
+        fds = len(os.listdir("/proc/%d/fd" % d.p.pid))
+        check(metric(text, "process_open_fds") in (fds, fds + 1),
+              "process_open_fds %s, /proc/PID/fd has %d" % (metric(text, "process_open_fds"), fds))
+        check(metric(text, "process_resident_memory_bytes") and metric(text, "process_cpu_seconds_total")
+              is not None and metric(text, "thpd_build_info") == 1, "process_* or build_info missing")
+        check(metric(text, "thpd_cpu_seconds_total") is None and metric(text, "thpd_rss_bytes") is None,
+              "the old names thpd_cpu_seconds_total, thpd_rss_bytes still there")
+        time.sleep(0.01)
         with open(d.conf, "w") as f:
             f.write("[rule second]\nexe = /nonexistent/second\npolicy = hugeish\n")
         d.p.send_signal(signal.SIGHUP)
@@ -357,11 +399,19 @@ def case_reload(args, tmp):
               "error not at err priority")
         check("[rule first]" in d.query("rules") and "second" not in d.query("rules"),
               "old rules not kept after a broken reload")
+        text = d.query("metrics")
+        check(metric(text, "thpd_config_last_reload_successful") == 0
+              and metric(text, "thpd_config_last_reload_success_timestamp_seconds") == first_ok,
+              "a broken reload not reported as failed, or its time taken as a success")
         with open(d.conf, "w") as f:
             f.write("[rule second]\nexe = /nonexistent/second\npolicy = never\n")
         d.p.send_signal(signal.SIGHUP)
         check(wait_for(lambda: "[rule second]" in d.query("rules"), 5), "fixed rules not loaded")
         check("[rule first]" not in d.query("rules"), "old rule still there")
+        text = d.query("metrics")
+        check(metric(text, "thpd_config_last_reload_successful") == 1
+              and metric(text, "thpd_config_last_reload_success_timestamp_seconds") > first_ok,
+              "a good reload after a broken one not reported as successful")
     finally:
         d.stop()
     check(d.p.returncode == 0, f"SIGTERM: exit {d.p.returncode}")
@@ -427,6 +477,15 @@ def case_huge(args, tmp):
         check(metric(text, "thpd_rule_policy_enforced", rule="quiet", policy="never") == 0,
               "a never rule in report mode must say it is not enforced")
         check(metric(text, "thpd_process_anon_bytes", pid=ow.pid) is None, "unmatched in metrics")
+        # A reload carries a rule's counters over to the rule of the same name.
+        before = metric(text, "thpd_collapses_total", rule="big")
+        with open(d.conf, "w") as f:
+            f.write(conf.replace("max_ms_per_pass = 1000", "max_ms_per_pass = 999"))
+        d.p.send_signal(signal.SIGHUP)
+        check(wait_for(lambda: "reloaded" in d.logtext(), 10), "no reload")
+        after = metric(d.query("metrics"), "thpd_collapses_total", rule="big")
+        check(before and after is not None and after >= before,
+              f"thpd_collapses_total over a reload: {before} -> {after}")
         print(f"huge: {hw.huge() // MIB} of {hw.len // MIB} MiB huge; "
               f"thpd cpu {st['daemon']['cpu_seconds']:.3f} s over {st['daemon']['passes']} passes")
     finally:
@@ -472,6 +531,196 @@ def case_cgroup(args, tmp):
         wait_for(lambda: not open(os.path.join(cg, "cgroup.procs")).read(), 5)
         os.rmdir(cg)
 
+
+
+def cgroup_v1_root(controller):
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fields = right.split()
+            if fields[0] == "cgroup" and controller in fields[2].split(","):
+                return left.split()[4]
+    return None
+
+
+def status_field(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        m = re.search(rf"^{key}:\s*(\S+)", f.read(), re.M)
+    return m.group(1) if m else None
+
+
+def case_container(args, tmp):
+    """Rules by container identity: fake containers are processes in cgroups
+    named as podman, CRI-O and docker name theirs, with fake runtime records
+    in a tree thpd reads instead of / (THPD_TEST_CONTAINER_ROOT)."""
+    root = cgroup2_root()
+    if not root:
+        print("no cgroup v2 mount")
+        return SKIP
+    v1 = cgroup_v1_root("pids")
+    tag = f"{os.getpid():08x}"
+    ids = {k: (tag + k * 56)[:64] for k in "abcd"}
+    uid = f"{os.getpid():08x}-aaaa-bbbb-cccc-0123456789ab"
+    top = os.path.join(root, f"thpd-test-{os.getpid()}")
+    cgs = {
+        # podman, annotated never: policy_from_annotation, injected.
+        "a": os.path.join(top, f"libpod-{ids['a']}.scope"),
+        # CRI-O under a kubepods slice: pod namespace and label, huge.
+        "b": os.path.join(top, "kubepods.slice", f"kubepods-pod{uid.replace('-', '_')}.slice",
+                          f"crio-{ids['b']}.scope"),
+        # docker's cgroupfs layout (a v1 hierarchy when there is one): no rule matches.
+        "c": os.path.join(v1 or root, f"thpd-test-{os.getpid()}", "docker", ids["c"]),
+        # podman, an invalid policy annotation: logged once, not matched.
+        "d": os.path.join(top, f"libpod-{ids['d']}.scope"),
+    }
+    fake = os.path.join(tmp, "root")
+
+    def record(rel, doc):
+        path = os.path.join(fake, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(doc, f)
+
+    # podman 4.3's bundles are in its graph root, CRI-O's in the run root.
+    oci = "var/lib/containers/storage/overlay-containers/{}/userdata/config.json"
+    crio_oci = "run/containers/storage/overlay-containers/{}/userdata/config.json"
+    record(oci.format(ids["a"]), {"annotations": {"team": "db", "libthp.io/thp-policy": "never"}})
+    record("var/lib/containers/storage/overlay-containers/containers.json",
+           [{"id": ids["a"], "names": ["redis"]}, {"id": ids["d"], "names": ["bad"]}])
+    record(crio_oci.format(ids["b"]), {"annotations": {
+        "io.kubernetes.pod.namespace": "shop", "io.kubernetes.pod.name": "web-0",
+        "io.kubernetes.pod.uid": uid, "io.kubernetes.container.name": "nginx",
+        "io.kubernetes.cri-o.Labels": json.dumps({"app": "web-frontend"})}})
+    record(f"var/lib/docker/containers/{ids['c']}/config.v2.json",
+           {"Name": "/other", "Config": {"Labels": {"app": "web-frontend"}}})
+    record(oci.format(ids["d"]), {"annotations": {"team": "db", "libthp.io/thp-policy": "bogus\n"}})
+    exe = copy_workload(args, tmp, "wl-ctr")
+    ws = {}
+    d = Daemon(args, tmp, "[rule annotated]\nannotation = team=d?\npolicy_from_annotation = yes\n"
+                          "enforce = inject\n\n"
+                          "[rule shop]\npod_namespace = shop\npod_name = web-*\nlabel = app=web-*\n"
+                          "container_name = nginx\npolicy = huge\n")
+    made = []
+    try:
+        for k, cg in cgs.items():
+            os.makedirs(cg)
+            made.append(cg)
+            # a: huge pages before thpd comes (MADV_HUGEPAGE), which its never keeps.
+            ws[k] = Workload(exe, 64 if k == "b" else 8, extra=("0", "huge") if k == "a" else ())
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(ws[k].pid))
+        env = dict(os.environ, THPD_TEST_CONTAINER_ROOT=fake)
+        d.start(["--verbose"], env=env)
+        a, b, c, dd = ws["a"], ws["b"], ws["c"], ws["d"]
+        check(wait_for(lambda: status_field(a.pid, "THP_enabled") == "0", 10),
+              f"annotated never: THP_enabled {status_field(a.pid, 'THP_enabled')}: {d.logtext()}")
+        check(a.cmd("prctl") == "thp_disable 1", "annotated never: PR_GET_THP_DISABLE not 1")
+        check(wait_for(lambda: b.huge() >= 0.9 * b.len, 60, 0.2),
+              f"pod rule: {b.huge() // MIB} of {b.len // MIB} MiB huge: {d.logtext()}")
+        d.wait_passes(3)
+        for w, what in ((c, "docker container no rule matches"), (dd, "invalid annotation")):
+            check(status_field(w.pid, "THP_enabled") == "1", f"{what}: THP_enabled changed")
+            check(w.cmd("prctl") == "thp_disable 0", f"{what}: PR_GET_THP_DISABLE changed")
+            check(rollup(w.pid).get("AnonHugePages", 0) == 0, f"{what}: has huge pages")
+        st = d.status()
+        procs = {p["pid"]: p for p in st["processes"]}
+        check(set(procs) & {c.pid, dd.pid} == set(), f"unmatched processes listed: {procs}")
+        check(procs.get(a.pid, {}).get("rule") == "annotated", f"a: {procs.get(a.pid)}")
+        ca = procs[a.pid].get("container", {})
+        check(ca.get("runtime") == "podman" and ca.get("name") == "redis" and ca.get("id") == ids["a"]
+              and ca.get("policy_annotation") == "never", f"a's container in JSON: {ca}")
+        cb = procs.get(b.pid, {}).get("container", {})
+        check(cb.get("runtime") == "cri-o" and cb.get("pod_namespace") == "shop"
+              and cb.get("pod_name") == "web-0" and cb.get("pod_uid") == uid, f"b's container: {cb}")
+        text = d.query("metrics")
+        promtool_check(text)
+        check(metric(text, "thpd_process_anon_bytes", pid=b.pid, pod="shop/web-0", container="nginx"),
+              "no pod and container labels on b's series")
+        check(metric(text, "thpd_process_anon_bytes", pid=a.pid, pod="", container="redis") is not None,
+              "no container label on a's series")
+        log = d.logtext()
+        check(log.count("libthp.io/thp-policy \"bogus?\" is not never") == 1,
+              f"the invalid annotation not logged exactly once: {log}")
+        check(log.count("policy never set") == 1, f"a injected {log.count('policy never set')} times")
+        rules = d.query("rules")
+        check(metric(text, "thpd_rule_policy_enforced", rule="annotated", policy="annotation") == 1,
+              "the annotated rule's policy label")
+        # The never of the annotation counts a's huge pages as noncompliant.
+        a_huge = a.huge()
+        check(a_huge > 0 and metric(text, "thpd_rule_noncompliant_huge_bytes", rule="annotated") == a_huge,
+              f"noncompliant: {metric(text, 'thpd_rule_noncompliant_huge_bytes', rule='annotated')}, "
+              f"a has {a_huge} bytes huge")
+        check("annotation=team=d? policy_from_annotation=yes" in rules and
+              "container_name=nginx pod_namespace=shop pod_name=web-* label=app=web-*" in rules,
+              f"rules: {rules}")
+    finally:
+        for w in ws.values():
+            w.stop()
+        d.stop()
+        for cg in reversed(made):
+            wait_for(lambda: not open(os.path.join(cg, "cgroup.procs")).read(), 5)
+            os.rmdir(cg)
+        for extra in (os.path.join(top, "kubepods.slice", f"kubepods-pod{uid.replace('-', '_')}.slice"),
+                      os.path.join(top, "kubepods.slice"), top,
+                      os.path.dirname(cgs["c"]), os.path.dirname(os.path.dirname(cgs["c"]))):
+            try:
+                os.rmdir(extra)
+            except OSError:
+                pass
+
+
+def case_container_cap(args, tmp):
+    """The pod and container labels of at most 100 containers per exposition:
+    102 containers (docker-named cgroups, no records) among the top
+    processes, 100 of them by their IDs, the rest as "other"."""
+    root = cgroup2_root()
+    if not root:
+        print("no cgroup v2 mount")
+        return SKIP
+    n = 102
+    top = os.path.join(root, f"thpd-test-{os.getpid()}")
+    sleeper = os.path.join(tmp, "sl")
+    shutil.copy(shutil.which("sleep"), sleeper)
+    d = Daemon(args, tmp, f"[daemon]\ntop_processes = 200\n[rule s]\nexe = {sleeper}\npolicy = ignore\n")
+    procs, made = [], []
+    try:
+        os.mkdir(top)
+        made.append(top)
+        for i in range(n):
+            cid = f"{i:04x}{os.getpid():08x}" + "0" * 52
+            cg = os.path.join(top, f"docker-{cid}.scope")
+            os.mkdir(cg)
+            made.append(cg)
+            p = subprocess.Popen([sleeper, "600"])
+            procs.append((p, cid))
+            with open(os.path.join(cg, "cgroup.procs"), "w") as f:
+                f.write(str(p.pid))
+        os.mkdir(os.path.join(tmp, "empty"))
+        d.start(env=dict(os.environ, THPD_TEST_CONTAINER_ROOT=os.path.join(tmp, "empty")))
+        d.wait_passes(2)
+        text = d.query("metrics")
+        promtool_check(text)
+        labels = {}
+        for p, cid in procs:
+            line = [ln for ln in text.splitlines()
+                    if ln.startswith("thpd_process_anon_bytes{") and f'pid="{p.pid}"' in ln]
+            check(len(line) == 1, f"process {p.pid}: {line}")
+            m = re.search(r'pod="([^"]*)",container="([^"]*)"', line[0])
+            check(m, f"no pod and container labels: {line[0]}")
+            labels[p.pid] = m.groups()
+            check(m.group(2) in (cid[:12], "other"), f"container label {m.group(2)}, id {cid}")
+        own = [v for v in labels.values() if v[1] != "other"]
+        check(len(own) == 100 and len(set(own)) == 100, f"{len(own)} containers with their own labels")
+        check(list(labels.values()).count(("other", "other")) == n - 100,
+              f"{list(labels.values()).count(('other', 'other'))} processes labelled other")
+    finally:
+        for p, _ in procs:
+            p.kill()
+            p.wait()
+        d.stop()
+        for cg in reversed(made):
+            wait_for(lambda: not open(os.path.join(cg, "cgroup.procs")).read(), 5)
+            os.rmdir(cg)
 
 def case_user(args, tmp):
     os.chmod(tmp, 0o755)

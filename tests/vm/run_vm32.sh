@@ -54,8 +54,12 @@ fi
 # vm_init and the host programs held to the library's warning flags
 # (THP_WARNING_ARGS from meson.build).
 read -r -a warnings <<<"${THP_WARNING_ARGS:--Wall -Wextra -Werror}"
+# lib's internal headers (lib/meson.build's libthp_internal_inc; i386 takes
+# arch/generic) for the tests that include them (helpers.c: compat.h).
+libinc=(-I"$src/lib/core" -I"$src/lib/apply" -I"$src/lib/default" -I"$src/lib/inject"
+	-I"$src/lib/proc" -I"$src/lib/arch/generic")
 cc32=("${cc[@]}" -m32 -std=gnu11 -O2 "${warnings[@]}" -D_FILE_OFFSET_BITS=64 -I"$src/include"
-	-static)
+	"${libinc[@]}" -static)
 
 # The guest-only checks meson.build's vm_init_lib names.
 lib_checks=(vm_check.c ../read_file.c abi_struct_sizes.c probe_matches_kernel.c apply_ranges_backends.c
@@ -83,7 +87,7 @@ mkdir -p "$hd" || exit 1
 "${cc32[@]}" -I"$sysroot/include" "$src/tests/test_reports_defined.c" \
 	"$src/tests/reports_defined.c" "$src/tests/helpers.c" "$src/tests/read_file.c" "$build/lib/libthp.a" "${ck[@]}" \
 	-o "$hd/test_reports_defined" || exit 1
-"${cc32[@]}" -I"$sysroot/include" -D_GNU_SOURCE -I"$src/lib" -I"$build" \
+"${cc32[@]}" -I"$sysroot/include" -D_GNU_SOURCE -I"$build" \
 	"$src/tests/test_long_names.c" "$src/tests/helpers.c" "$src/tests/read_file.c" "$build/lib/libthp-objects.a" \
 	"${ck[@]}" -o "$hd/test_long_names" || exit 1
 "${cc32[@]}" -I"$sysroot/include" -D_GNU_SOURCE -DTHP_BUILD_RFC_PRCTL_SET="$rfc_set" \

@@ -2,6 +2,7 @@
 /* The JSON writer of thpctl and thpd (see json.h). */
 #include "json.h"
 
+#include <math.h>
 #include <string.h>
 
 void json_init(struct json *j, FILE *f)
@@ -179,6 +180,15 @@ void json_i64(struct json *j, const char *key, int64_t val)
 {
 	member(j, key);
 	fprintf(j->f, "%lld", (long long)val);
+}
+
+void json_double(struct json *j, const char *key, double val)
+{
+	member(j, key);
+	if (isfinite(val))
+		fprintf(j->f, "%.17g", val);
+	else
+		fputs("null", j->f);
 }
 
 void json_bool(struct json *j, const char *key, bool val)

@@ -45,6 +45,8 @@ void json_end_array(struct json *j);
 void json_string(struct json *j, const char *key, const char *val); /* NULL: null */
 void json_u64(struct json *j, const char *key, uint64_t val);
 void json_i64(struct json *j, const char *key, int64_t val);
+/* A number as C's %.17g (round-trips); NAN and infinities: null. */
+void json_double(struct json *j, const char *key, double val);
 void json_bool(struct json *j, const char *key, bool val);
 void json_null(struct json *j, const char *key);
 /* An address or other 64-bit word as a "0x..." string. */

@@ -427,7 +427,7 @@ int thpctl_cmd_apply(int argc, char **argv)
 	memset(&res, 0, sizeof(res));
 	status = parse_args(argc, argv, &q, &help);
 	if (help) {
-		thpctl_usage("apply", stdout);
+		fputs(thpctl_apply_command.usage, stdout);
 		status = thpctl_finish_output(THPCTL_EXIT_OK);
 		goto out;
 	}
@@ -458,3 +458,41 @@ out:
 	thpctl_close_target(pidfd);
 	return status;
 }
+
+/* Its row in thpctl's command list (main.c) and the text --help prints. */
+const struct thpctl_command thpctl_apply_command = {
+	.name = "apply",
+	.fn = thpctl_cmd_apply,
+	.summary = "apply THP advice to address ranges or a whole process",
+	.usage =
+		"Usage: thpctl apply [-p PID] --advice huge|nohuge|collapse\n"
+		"                    (--all | RANGE...) [--skip-errors]\n"
+		"                    [--no-error-on-unmapped] [--inject] [--json]\n"
+		"\n"
+		"Apply one THP advice to RANGEs of a process, or to all its mappings.\n"
+		"A RANGE is START-END (END exclusive) or START+LEN; numbers are decimal or\n"
+		"0x hex, LEN may end in K, M, G or T.  START must be page aligned.  All\n"
+		"ranges are checked before any is applied.\n"
+		"The kernel accepts only \"collapse\" for another process: huge and nohuge\n"
+		"work on thpctl's own process only, which is of use for testing; to give a\n"
+		"program a default policy, start it with \"thpctl run\".  With --inject\n"
+		"the process issues madvise() itself: one of its threads is stopped with\n"
+		"ptrace for a moment (needs ptrace rights; x86_64; see thpctl(1)).\n"
+		"\n"
+		"Options:\n"
+		"  -p, --pid PID            target process (default: thpctl itself)\n"
+		"  -a, --advice ADVICE      huge (MADV_HUGEPAGE), nohuge (MADV_NOHUGEPAGE)\n"
+		"                           or collapse (MADV_COLLAPSE)\n"
+		"  --all                    every mapping of the process\n"
+		"  --skip-errors            go on past failures (exit status 3 if any,\n"
+		"                           1 if all failed)\n"
+		"  --no-error-on-unmapped   unmapped gaps inside a RANGE are not errors\n"
+		"  --inject                 with -p: the inject backend (the process makes\n"
+		"                           the call itself; pauses one of its threads)\n"
+		"  --json                   machine-readable output (thpctl-json.md in libthp-doc)\n"
+		"  -h, --help               show this help\n"
+		"\n"
+		"Exit status: 0 all done, 1 failed (or nothing advised), 2 bad command line\n"
+		"(nothing applied), 3 some ranges or mappings failed under --skip-errors.\n"
+		"Options may be given once each.\n",
+};

@@ -1,14 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* thpctl: helpers shared by the subcommands (usage, option errors, output). */
+/* thpctl: what the commands share (cli.c): usage errors, options given once, output. */
 #ifndef THPCTL_CLI_H
 #define THPCTL_CLI_H
 
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
-
-/* Print the usage of subcommand @cmd (NULL: the overview) to @f. */
-void thpctl_usage(const char *cmd, FILE *f);
 
 /*
  * "thpctl: CMD: <message>" and a pointer to --help on stderr; returns

@@ -313,7 +313,7 @@ int thpctl_cmd_collapse(int argc, char **argv)
 			json = true;
 			break;
 		case 'h':
-			thpctl_usage("collapse", stdout);
+			fputs(thpctl_collapse_command.usage, stdout);
 			return thpctl_finish_output(THPCTL_EXIT_OK);
 		default:
 			return thpctl_bad_option("collapse", argv, opt);
@@ -362,3 +362,37 @@ int thpctl_cmd_collapse(int argc, char **argv)
 	thpctl_close_target(pidfd);
 	return thpctl_finish_output(status);
 }
+
+/* Its row in thpctl's command list (main.c) and the text --help prints. */
+const struct thpctl_command thpctl_collapse_command = {
+	.name = "collapse",
+	.fn = thpctl_cmd_collapse,
+	.summary = "collapse a running process's memory into huge pages",
+	.usage =
+		"Usage: thpctl collapse -p PID [--watch] [--interval S] [--budget SIZE]\n"
+		"                       [--time-budget S] [--min-present N] [--max-shared N]\n"
+		"                       [--json]\n"
+		"\n"
+		"Collapse the private anonymous memory of a running process into huge pages\n"
+		"with process_madvise(MADV_COLLAPSE), one 2 MiB extent at a time: extents\n"
+		"that hold at least N resident pages and are not huge yet.  Mappings advised\n"
+		"nohuge, file and shared memory, and processes with THP disabled are left\n"
+		"alone.  Needs CAP_SYS_NICE and ptrace access to the process.\n"
+		"\n"
+		"Options:\n"
+		"  -p, --pid PID       the process (required)\n"
+		"  --watch             repeat every interval until the process exits\n"
+		"  --interval S        seconds between passes with --watch (default 1)\n"
+		"  --budget SIZE       collapse at most SIZE bytes per pass (default: no limit)\n"
+		"  --time-budget S     start no collapse after S seconds of a pass (default 0.25)\n"
+		"  --min-present N     resident 4 KiB pages an extent needs (default: 512 minus\n"
+		"                      khugepaged/max_ptes_none)\n"
+		"  --max-shared N      leave an extent alone when more than N of its pages are\n"
+		"                      shared with another process, as after a fork: collapsing\n"
+		"                      would copy them (default: khugepaged/max_ptes_shared)\n"
+		"  --json              machine-readable output, one document per pass\n"
+		"  -h, --help          show this help\n"
+		"\n"
+		"Exit status: 0 done, 1 failed (e.g. not permitted), 2 bad command line,\n"
+		"3 the kernel refused some extents.\n",
+};

@@ -36,7 +36,7 @@ int thpctl_cmd_policy(int argc, char **argv)
 				return thpctl_usage_error("policy", "invalid PID '%s': %s", optarg, why);
 			break;
 		case 'h':
-			thpctl_usage("policy", stdout);
+			fputs(thpctl_policy_command.usage, stdout);
 			return thpctl_finish_output(THPCTL_EXIT_OK);
 		default:
 			return thpctl_bad_option("policy", argv, opt);
@@ -75,3 +75,23 @@ int thpctl_cmd_policy(int argc, char **argv)
 	}
 	return thpctl_finish_output(THPCTL_EXIT_OK);
 }
+
+/* Its row in thpctl's command list (main.c) and the text --help prints. */
+const struct thpctl_command thpctl_policy_command = {
+	.name = "policy",
+	.fn = thpctl_cmd_policy,
+	.summary = "set a running process's default THP policy (inject)",
+	.usage =
+		"Usage: thpctl policy -p PID never|nohuge|system\n"
+		"\n"
+		"Set the default THP policy of a running process, kept by its forked and\n"
+		"exec()ed children: the process is made to call prctl(PR_SET_THP_DISABLE)\n"
+		"itself through libthp's inject backend.  Its threads are stopped with\n"
+		"ptrace for a moment and resumed where they were; this needs ptrace\n"
+		"rights over it (CAP_SYS_PTRACE, or its user), x86_64, and refuses a\n"
+		"process already traced or under seccomp.  nohuge needs Linux 6.18.\n"
+		"\n"
+		"Options:\n"
+		"  -p, --pid PID  the process (required)\n"
+		"  -h, --help     show this help\n",
+};

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,22 @@ struct backend_line {
 	const char *path; /* preload: the library found, or NULL */
 };
 
+/*
+ * Every reason goes through vsnprintf(): gcc turns snprintf() of a constant
+ * string into overlapping 16-byte stores of .rodata pieces, which leaves
+ * fragments such as "throug" in the binary for lintian's spelling check and
+ * for anyone running strings(1) on it.
+ */
+__attribute__((format(printf, 2, 3))) static void set_reason(struct backend_line *l,
+							     const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(l->reason, sizeof(l->reason), fmt, ap);
+	va_end(ap);
+}
+
 /* Ask the library itself why a range backend cannot run: zero ranges change nothing. */
 static bool range_backend_reason(unsigned int id, char *why, size_t len)
 {
@@ -67,24 +84,27 @@ static bool range_backend_reason(unsigned int id, char *why, size_t len)
 static void pmadv_reason(const struct thp_probe_info *pi, struct backend_line *b)
 {
 	static const char *const names[] = {
-		"PMADV_SKIP_ERRORS", "PMADV_NO_ERROR_ON_UNMAPPED",
-		"PMADV_SET_FORK_EXEC_DEFAULT", "PMADV_ENTIRE_ADDRESS_SPACE",
+		"PMADV_SKIP_ERRORS",
+		"PMADV_NO_ERROR_ON_UNMAPPED",
+		"PMADV_SET_FORK_EXEC_DEFAULT",
+		"PMADV_ENTIRE_ADDRESS_SPACE",
 	};
 	const bool known[] = {
-		pi->pmadv_skip_errors, pi->pmadv_no_error_on_unmapped,
-		pi->pmadv_set_default, pi->pmadv_entire_address_space,
+		pi->pmadv_skip_errors,
+		pi->pmadv_no_error_on_unmapped,
+		pi->pmadv_set_default,
+		pi->pmadv_entire_address_space,
 	};
 	size_t n, nknown = 0;
 
 	if (b->available) {
-		snprintf(b->reason, sizeof(b->reason),
-			 "RFC PMADV_* flags accepted; another process: collapse only");
+		set_reason(b, "RFC PMADV_* flags accepted; another process: collapse only");
 		return;
 	}
 	for (size_t i = 0; i < 4; i++)
 		nknown += known[i];
 	if (nknown == 0) {
-		snprintf(b->reason, sizeof(b->reason), "kernel rejects PMADV_* flags: mainline");
+		set_reason(b, "kernel rejects PMADV_* flags: mainline");
 		return;
 	}
 	/* Some flags but not the set the backend needs: name the ones there. */
@@ -110,63 +130,53 @@ static void fill_backends(const struct thp_probe_info *pi, struct backend_line *
 			break;
 		case THP_BACKEND_PROCESS_MADVISE:
 			if (l->available)
-				snprintf(l->reason, sizeof(l->reason),
-					 "mainline vector call; another process: collapse only");
+				set_reason(l, "mainline vector call; another process: collapse only");
 			else if (range_backend_reason(id, l->reason, sizeof(l->reason)))
-				snprintf(l->reason, sizeof(l->reason), "not reported by thp_probe()");
+				set_reason(l, "not reported by thp_probe()");
 			break;
 		case THP_BACKEND_MADVISE:
-			snprintf(l->reason, sizeof(l->reason), "madvise() loop; own process only");
+			set_reason(l, "madvise() loop; own process only");
 			break;
 		case THP_BACKEND_PRCTL_POLICY:
 #if THP_RFC_PRCTL_SET > 0
 			l->available = true;
-			snprintf(l->reason, sizeof(l->reason),
-				 "declared by this build: PR_SET_THP_POLICY = %d (-Drfc_prctl_set)",
-				 THP_RFC_PRCTL_SET);
+			set_reason(l, "declared by this build: PR_SET_THP_POLICY = %d (-Drfc_prctl_set)",
+				   THP_RFC_PRCTL_SET);
 #else
-			snprintf(l->reason, sizeof(l->reason),
-				 "RFC prctl not enabled in this build; see -Drfc_prctl_set");
+			set_reason(l, "RFC prctl not enabled in this build; see -Drfc_prctl_set");
 #endif
 			break;
 		case THP_BACKEND_PRCTL_DISABLE:
 			if (!l->available)
-				snprintf(l->reason, sizeof(l->reason),
-					 "PR_SET_THP_DISABLE refused by the kernel");
+				set_reason(l, "PR_SET_THP_DISABLE refused by the kernel");
 			else if (pi->thp_disable_except_advised)
-				snprintf(l->reason, sizeof(l->reason),
-					 "PR_SET_THP_DISABLE with PR_THP_DISABLE_EXCEPT_ADVISED: "
-					 "persistent never and nohuge");
+				set_reason(l, "PR_SET_THP_DISABLE with PR_THP_DISABLE_EXCEPT_ADVISED: "
+					      "persistent never and nohuge");
 			else
-				snprintf(l->reason, sizeof(l->reason),
-					 "PR_SET_THP_DISABLE without PR_THP_DISABLE_EXCEPT_ADVISED "
-					 "(before Linux 6.18): persistent never only");
+				set_reason(l, "PR_SET_THP_DISABLE without PR_THP_DISABLE_EXCEPT_ADVISED "
+					      "(before Linux 6.18): persistent never only");
 			break;
 		case THP_BACKEND_EXISTING_ONLY:
-			snprintf(l->reason, sizeof(l->reason),
-				 "advises existing mappings only: not persistent");
+			set_reason(l, "advises existing mappings only: not persistent");
 			break;
 		case THP_BACKEND_PRELOAD:
 			l->path = thpctl_preload_path(&why);
 			l->available = l->path && access(l->path, R_OK) == 0;
 			if (!l->path)
-				snprintf(l->reason, sizeof(l->reason), "%s", why);
+				set_reason(l, "%s", why);
 			else if (l->available)
-				snprintf(l->reason, sizeof(l->reason),
-					 "%s for \"thpctl run\"; dynamically linked programs only",
-					 l->path);
+				set_reason(l, "%s for \"thpctl run\"; dynamically linked programs only",
+					   l->path);
 			else
-				snprintf(l->reason, sizeof(l->reason),
-					 "libthp-preload.so not found at %s (set THPCTL_PRELOAD)",
-					 l->path);
+				set_reason(l, "libthp-preload.so not found at %s (set THPCTL_PRELOAD)",
+					   l->path);
 			break;
 		case THP_BACKEND_INJECT:
-			snprintf(l->reason, sizeof(l->reason),
-				 "opt-in only: another x86_64 process made to call madvise()/prctl() "
-				 "itself through ptrace");
+			set_reason(l, "opt-in only: another x86_64 process made to call madvise()/prctl() "
+				      "itself through ptrace");
 			break;
 		default:
-			snprintf(l->reason, sizeof(l->reason), "unknown backend");
+			set_reason(l, "unknown backend");
 			break;
 		}
 	}
@@ -436,7 +446,7 @@ int thpctl_cmd_probe(int argc, char **argv)
 			json = true;
 			break;
 		case 'h':
-			thpctl_usage("probe", stdout);
+			fputs(thpctl_probe_command.usage, stdout);
 			return thpctl_finish_output(THPCTL_EXIT_OK);
 		default:
 			return thpctl_bad_option("probe", argv, opt);
@@ -464,3 +474,21 @@ int thpctl_cmd_probe(int argc, char **argv)
 	}
 	return thpctl_finish_output(THPCTL_EXIT_OK);
 }
+
+/* Its row in thpctl's command list (main.c) and the text --help prints. */
+const struct thpctl_command thpctl_probe_command = {
+	.name = "probe",
+	.fn = thpctl_cmd_probe,
+	.summary = "show what this kernel offers for THP control",
+	.usage =
+		"Usage: thpctl probe [--json]\n"
+		"\n"
+		"Show each libthp backend (available or not, and why), the system-wide THP\n"
+		"mode and defrag setting, the PMD huge page size, and the kernel features\n"
+		"libthp looks for (PIDFD_SELF, PROCMAP_QUERY, MADV_COLLAPSE,\n"
+		"PR_THP_DISABLE_EXCEPT_ADVISED, the RFC PMADV_* flags).\n"
+		"\n"
+		"Options:\n"
+		"  --json        machine-readable output (thpctl-json.md in libthp-doc)\n"
+		"  -h, --help    show this help\n",
+};

@@ -279,7 +279,7 @@ int thpctl_cmd_run(int argc, char **argv)
 
 	err = parse_args(argc, argv, &a);
 	if (err < 0) {
-		thpctl_usage("run", stdout);
+		fputs(thpctl_run_command.usage, stdout);
 		return thpctl_finish_output(THPCTL_EXIT_OK);
 	}
 	if (err)
@@ -339,3 +339,24 @@ int thpctl_cmd_run(int argc, char **argv)
 	thpctl_error("run: cannot run '%s': %s", a.cmd[0], strerror(saved));
 	return saved == ENOENT ? THPCTL_EXIT_NOT_FOUND : THPCTL_EXIT_CANNOT_EXEC;
 }
+
+/* Its row in thpctl's command list (main.c) and the text --help prints. */
+const struct thpctl_command thpctl_run_command = {
+	.name = "run",
+	.fn = thpctl_cmd_run,
+	.summary = "run a command with a default THP policy",
+	.usage =
+		"Usage: thpctl run --policy huge|nohuge|never|system [--require-persistent]\n"
+		"                  -- CMD [ARGS...]\n"
+		"\n"
+		"Set the default THP policy of thpctl's process, then execute CMD, which\n"
+		"inherits it.  Where the kernel cannot keep \"huge\" across exec(), CMD is\n"
+		"started with libthp-preload.so in LD_PRELOAD and\n"
+		"GLIBC_TUNABLES=glibc.malloc.hugetlb=1 so that it and the programs it runs\n"
+		"get huge-advised anonymous memory (static programs: malloc only, through\n"
+		"the tunable; setuid programs: neither).\n"
+		"See thpctl(1).\n"
+		"\n"
+		"Exit status: CMD's, or 125 (thpctl failed), 126 (CMD not executable),\n"
+		"127 (CMD not found).\n",
+};

@@ -144,7 +144,7 @@ int thpctl_cmd_status(int argc, char **argv)
 			socket_path = optarg;
 			break;
 		case 'h':
-			thpctl_usage("status", stdout);
+			fputs(thpctl_status_command.usage, stdout);
 			return thpctl_finish_output(THPCTL_EXIT_OK);
 		default:
 			return thpctl_bad_option("status", argv, opt);
@@ -179,3 +179,29 @@ out:
 	thpctl_close_target(pidfd);
 	return status;
 }
+
+/* Its row in thpctl's command list (main.c) and the text --help prints. */
+const struct thpctl_command thpctl_status_command = {
+	.name = "status",
+	.fn = thpctl_cmd_status,
+	.summary = "show a process's THP policy and per-mapping THP state",
+	.usage =
+		"Usage: thpctl status [-p PID] [--anon] [--huge] [--json]\n"
+		"       thpctl status --daemon [--socket PATH] [--json]\n"
+		"\n"
+		"Show the default THP policy of a process (which mechanism sets it and\n"
+		"whether it survives fork() and exec()), then one line per mapping:\n"
+		"its range, size, THP advice (huge/nohuge), THPeligible, AnonHugePages,\n"
+		"Rss and name, followed by totals.  Sizes are in KiB, as in smaps.\n"
+		"Without -p, thpctl shows itself (useful under \"thpctl run\").\n"
+		"\n"
+		"Options:\n"
+		"  -p, --pid PID  the process to show (default: thpctl itself)\n"
+		"  --anon         list anonymous mappings only (no backing file)\n"
+		"  --huge         list only mappings advised huge or holding huge pages\n"
+		"  --json         machine-readable output (thpctl-json.md in libthp-doc)\n"
+		"  --daemon       thpd's rules and largest processes instead, from its\n"
+		"                 socket (with --json: thpd's status document as it is)\n"
+		"  --socket PATH  thpd's socket (default " THPD_SOCKET_DEFAULT ")\n"
+		"  -h, --help     show this help\n",
+};

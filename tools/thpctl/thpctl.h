@@ -22,6 +22,18 @@ enum thpctl_exit {
 	THPCTL_EXIT_NOT_FOUND = 127,
 };
 
+/* A command: its name, its function (argv[0] = the command's name), a
+ * one-line summary and the usage --help prints; defined in NAME.c. */
+struct thpctl_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+	const char *usage; /* synopsis and options */
+};
+extern const struct thpctl_command thpctl_probe_command, thpctl_status_command,
+	thpctl_apply_command, thpctl_collapse_command, thpctl_policy_command, thpctl_run_command,
+	thpctl_compare_command, thpctl_top_command;
+
 /* Each subcommand gets argv with argv[0] = the subcommand name. */
 int thpctl_cmd_probe(int argc, char **argv);
 int thpctl_cmd_status(int argc, char **argv);
@@ -29,6 +41,7 @@ int thpctl_cmd_apply(int argc, char **argv);
 int thpctl_cmd_run(int argc, char **argv);
 int thpctl_cmd_collapse(int argc, char **argv);
 int thpctl_cmd_policy(int argc, char **argv);
+int thpctl_cmd_compare(int argc, char **argv);
 
 /*
  * status --daemon: thpd's status document from its socket (@socket_path,
@@ -38,8 +51,15 @@ int thpctl_status_daemon(const char *socket_path, bool json);
 /* daemon_table.c: thpd's status document (json_parse.h's tree) as a table. */
 struct jval;
 void thpctl_daemon_table(const struct jval *doc);
+/*
+ * thpd's status document (schema THPD_JSON_SCHEMA) from its socket, quietly:
+ * NULL when thpd does not answer in time or answers something else.  Free
+ * with json_free() and free(*answer).
+ */
+struct jval *thpctl_daemon_document(const char *socket_path, char **answer, size_t *len);
+int thpctl_cmd_top(int argc, char **argv);
 
-/* "thpctl: <message>\n" on stderr. */
+/* "thpctl: <message>\n" on stderr (cli.c). */
 void thpctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
@@ -50,7 +70,7 @@ void thpctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 const char *thpctl_preload_path(const char **why);
 
-/* "huge" / "nohuge" / "never" / "system" -> enum thp_policy; -1 if unknown. */
+/* "huge" / "nohuge" / "never" / "system" -> enum thp_policy; -1 if unknown (cli.c). */
 int thpctl_parse_policy(const char *name);
 
 #endif

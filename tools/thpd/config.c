@@ -19,9 +19,15 @@
 
 static const char *const policy_names[] = { "huge", "never", "nohuge", "system", "ignore" };
 
-const char *thpd_policy_name(int policy)
+const char *thpd_rule_policy_name(int policy)
 {
-	return policy >= 0 && policy <= THPD_IGNORE ? policy_names[policy] : "unset";
+	return policy >= 0 && policy <= THPD_RULE_IGNORE ? policy_names[policy] : "unset";
+}
+
+const char *thpd_rule_shown_policy(const struct thpd_rule_conf *r)
+{
+	/* policy_from_annotation without a policy of its own: the annotation alone. */
+	return r->policy < 0 && r->policy_from_annotation ? "annotation" : thpd_rule_policy_name(r->policy);
 }
 
 const char *thpd_own_name(int own)
@@ -213,11 +219,44 @@ static int parse_user(const char *v, uid_t *uid)
 
 static void rule_free(struct thpd_rule *r)
 {
-	free(r->name);
-	free(r->cgroup);
-	free(r->exe);
-	free(r->user);
-	free(r->file);
+	free(r->conf.name);
+	free(r->conf.cgroup);
+	free(r->conf.exe);
+	free(r->conf.user);
+	free(r->conf.file);
+	free(r->conf.container_name);
+	free(r->conf.pod_namespace);
+	free(r->conf.pod_name);
+	for (size_t i = 0; i < r->conf.nlabels; i++)
+		free(r->conf.labels[i].key); /* the glob is in the same block */
+	for (size_t i = 0; i < r->conf.nannotations; i++)
+		free(r->conf.annotations[i].key);
+}
+
+bool thpd_rule_has_matcher(const struct thpd_rule_conf *r)
+{
+	return r->cgroup || r->exe || r->user || r->container_name || r->pod_namespace ||
+	       r->pod_name || r->nlabels || r->nannotations;
+}
+
+/* label = KEY=GLOB: one block holds "KEY\0GLOB"; NULL and *@why when wrong. */
+static const char *add_kv_match(struct thpd_kv_match *m, size_t *n, const char *v)
+{
+	const char *eq = strchr(v, '=');
+	char *key;
+
+	if (!eq || eq == v)
+		return "expected KEY=GLOB";
+	if (*n >= THPD_KV_MATCH_MAX)
+		return "too many in one rule (at most 16)";
+	key = strdup(v);
+	if (!key)
+		return "out of memory";
+	key[eq - v] = '\0';
+	m[*n].key = key;
+	m[*n].glob = key + (eq - v) + 1;
+	(*n)++;
+	return NULL;
 }
 
 static int new_rule(struct parse_ctx *p, const char *name)
@@ -227,9 +266,9 @@ static int new_rule(struct parse_ctx *p, const char *name)
 	size_t i;
 
 	for (i = 0; i < c->nrules; i++) {
-		if (!strcmp(c->rules[i].name, name)) {
+		if (!strcmp(c->rules[i].conf.name, name)) {
 			add_err(p, p->section_line, "rule \"%s\" is already defined at %s:%d", name,
-				c->rules[i].file, c->rules[i].line);
+				c->rules[i].conf.file, c->rules[i].conf.line);
 			return -1;
 		}
 	}
@@ -239,13 +278,13 @@ static int new_rule(struct parse_ctx *p, const char *name)
 	c->rules = n;
 	n = &c->rules[c->nrules];
 	memset(n, 0, sizeof(*n));
-	n->name = strdup(name);
-	n->file = strdup(p->file);
-	n->line = p->section_line;
-	n->policy = -1;
-	n->max_bytes = 256ULL << 20;
-	n->max_ns = 250ULL * 1000000;
-	if (!n->name || !n->file) {
+	n->conf.name = strdup(name);
+	n->conf.file = strdup(p->file);
+	n->conf.line = p->section_line;
+	n->conf.policy = -1;
+	n->conf.max_bytes = 256ULL << 20;
+	n->conf.max_ns = 250ULL * 1000000;
+	if (!n->conf.name || !n->conf.file) {
 		rule_free(n);
 		return -1;
 	}
@@ -365,40 +404,55 @@ static int handler(void *user, const char *section, const char *name, const char
 		uint64_t n;
 
 		if (!strcmp(name, "cgroup")) {
-			set_str(&r->cgroup, value[0] == '/' ? value + 1 : value);
+			set_str(&r->conf.cgroup, value[0] == '/' ? value + 1 : value);
 		} else if (!strcmp(name, "exe")) {
-			set_str(&r->exe, value);
+			set_str(&r->conf.exe, value);
 		} else if (!strcmp(name, "user")) {
-			if (parse_user(value, &r->uid))
+			if (parse_user(value, &r->conf.uid))
 				add_err(p, line, "user: no such user \"%s\"", value);
 			else
-				set_str(&r->user, value);
+				set_str(&r->conf.user, value);
+		} else if (!strcmp(name, "container_name")) {
+			set_str(&r->conf.container_name, value);
+		} else if (!strcmp(name, "pod_namespace")) {
+			set_str(&r->conf.pod_namespace, value);
+		} else if (!strcmp(name, "pod_name")) {
+			set_str(&r->conf.pod_name, value);
+		} else if (!strcmp(name, "label") || !strcmp(name, "annotation")) {
+			const char *bad = name[0] == 'l' ? add_kv_match(r->conf.labels, &r->conf.nlabels, value)
+							 : add_kv_match(r->conf.annotations, &r->conf.nannotations, value);
+
+			if (bad)
+				add_err(p, line, "%s: %s, got \"%s\"", name, bad, value);
+		} else if (!strcmp(name, "policy_from_annotation")) {
+			if (parse_bool(value, &r->conf.policy_from_annotation))
+				add_err(p, line, "policy_from_annotation: expected yes or no, got \"%s\"", value);
 		} else if (!strcmp(name, "policy")) {
-			r->policy = POLICY_INVALID;
-			for (i = 0; i <= THPD_IGNORE; i++)
+			r->conf.policy = POLICY_INVALID;
+			for (i = 0; i <= THPD_RULE_IGNORE; i++)
 				if (!strcmp(value, policy_names[i]))
-					r->policy = (int)i;
-			if (r->policy < 0)
+					r->conf.policy = (int)i;
+			if (r->conf.policy < 0)
 				add_err(p, line, "policy: expected huge, never, nohuge, system or ignore, got \"%s\"",
 					value);
 		} else if (!strcmp(name, "enforce")) {
 			if (!strcmp(value, "inject"))
-				r->inject = true;
+				r->conf.inject = true;
 			else if (!strcmp(value, "report"))
-				r->inject = false;
+				r->conf.inject = false;
 			else
 				add_err(p, line, "enforce: expected report or inject, got \"%s\"", value);
 		} else if (!strcmp(name, "max_bytes_per_pass")) {
-			if (parse_size(value, &r->max_bytes) || r->max_bytes == 0)
+			if (parse_size(value, &r->conf.max_bytes) || r->conf.max_bytes == 0)
 				add_err(p, line, "max_bytes_per_pass: expected a size such as 256M, got \"%s\"",
 					value);
 		} else if (!strcmp(name, "max_ms_per_pass")) {
 			if (parse_uint(value, 60000, &n) || n == 0)
 				add_err(p, line, "max_ms_per_pass: expected 1 to 60000, got \"%s\"", value);
 			else
-				r->max_ns = n * 1000000;
+				r->conf.max_ns = n * 1000000;
 		} else if (!strcmp(name, "setuid")) {
-			if (parse_bool(value, &r->setuid))
+			if (parse_bool(value, &r->conf.setuid))
 				add_err(p, line, "setuid: expected yes or no, got \"%s\"", value);
 		} else if (!strcmp(name, "override_own_policy")) {
 			bool b;
@@ -406,7 +460,7 @@ static int handler(void *user, const char *section, const char *name, const char
 			if (parse_bool(value, &b))
 				add_err(p, line, "override_own_policy: expected yes or no, got \"%s\"", value);
 			else
-				r->own = b ? THPD_OWN_IGNORE : THPD_OWN_VISIBLE;
+				r->conf.own = b ? THPD_OWN_IGNORE : THPD_OWN_VISIBLE;
 		} else if (!strcmp(name, "own_policy")) {
 			int k;
 
@@ -415,9 +469,9 @@ static int handler(void *user, const char *section, const char *name, const char
 			if (k < 0)
 				add_err(p, line, "own_policy: expected visible, ask or ignore, got \"%s\"", value);
 			else
-				r->own = k;
+				r->conf.own = k;
 		} else {
-			add_err(p, line, "unknown key \"%s\" in [rule %s]", name, r->name);
+			add_err(p, line, "unknown key \"%s\" in [rule %s]", name, r->conf.name);
 		}
 	}
 	/* Always 1: the errors are collected here, with their lines. */
@@ -453,13 +507,18 @@ static void parse_one(struct parse_ctx *p, const char *path)
 	for (i = first; i < p->c->nrules; i++) {
 		struct thpd_rule *ru = &p->c->rules[i];
 
-		if (!ru->cgroup && !ru->exe && !ru->user)
-			add_err(p, ru->line, "rule \"%s\" has no cgroup, exe or user to match", ru->name);
-		if (ru->policy == -1) /* not POLICY_INVALID: that error is said already */
-			add_err(p, ru->line, "rule \"%s\" has no policy", ru->name);
-		if (ru->inject && (ru->policy == THPD_HUGE || ru->policy == THPD_IGNORE))
-			add_err(p, ru->line, "rule \"%s\": enforce = inject is for never, nohuge and system",
-				ru->name);
+		if (!thpd_rule_has_matcher(&ru->conf))
+			add_err(p, ru->conf.line,
+				"rule \"%s\" has no cgroup, exe, user, container_name, pod_namespace, "
+				"pod_name, label or annotation to match",
+				ru->conf.name);
+		/* not POLICY_INVALID: that error is said already */
+		if (ru->conf.policy == -1 && !ru->conf.policy_from_annotation)
+			add_err(p, ru->conf.line, "rule \"%s\" has no policy", ru->conf.name);
+		if (ru->conf.inject && !ru->conf.policy_from_annotation &&
+		    (ru->conf.policy == THPD_RULE_HUGE || ru->conf.policy == THPD_RULE_IGNORE))
+			add_err(p, ru->conf.line, "rule \"%s\": enforce = inject is for never, nohuge and system",
+				ru->conf.name);
 	}
 }
 
@@ -503,10 +562,15 @@ int thpd_config_load(struct thpd_config *c, const char *file, bool file_optional
 			free(list);
 	}
 	for (i = 0; i < c->nrules; i++) {
-		if (c->rules[i].user)
+		if (c->rules[i].conf.user)
 			c->uses_user = true;
-		if (c->rules[i].cgroup)
+		if (c->rules[i].conf.cgroup)
 			c->uses_cgroup = true;
+		const struct thpd_rule_conf *rc = &c->rules[i].conf;
+
+		if (rc->container_name || rc->pod_namespace || rc->pod_name || rc->nlabels ||
+		    rc->nannotations || rc->policy_from_annotation)
+			c->uses_container = true;
 	}
 	return p.nerr;
 }
@@ -535,24 +599,37 @@ void thpd_config_print(const struct thpd_config *c, FILE *out)
 	for (size_t i = 0; i < c->nrules; i++) {
 		const struct thpd_rule *r = &c->rules[i];
 
-		fprintf(out, "%zu. [rule %s] (%s:%d) policy=%s", i + 1, r->name, r->file, r->line,
-			thpd_policy_name(r->policy));
-		if (r->policy == THPD_NEVER || r->policy == THPD_NOHUGE || r->policy == THPD_SYSTEM)
-			fprintf(out, " enforce=%s", r->inject ? "inject" : "report");
-		if (r->cgroup)
-			fprintf(out, " cgroup=%s", r->cgroup);
-		if (r->exe)
-			fprintf(out, " exe=%s", r->exe);
-		if (r->user)
-			fprintf(out, " user=%s(%u)", r->user, (unsigned)r->uid);
-		if (r->policy == THPD_HUGE)
+		fprintf(out, "%zu. [rule %s] (%s:%d) policy=%s", i + 1, r->conf.name, r->conf.file, r->conf.line,
+			thpd_rule_shown_policy(&r->conf));
+		if (r->conf.policy == THPD_RULE_NEVER || r->conf.policy == THPD_RULE_NOHUGE || r->conf.policy == THPD_RULE_SYSTEM ||
+		    r->conf.policy_from_annotation)
+			fprintf(out, " enforce=%s", r->conf.inject ? "inject" : "report");
+		if (r->conf.cgroup)
+			fprintf(out, " cgroup=%s", r->conf.cgroup);
+		if (r->conf.exe)
+			fprintf(out, " exe=%s", r->conf.exe);
+		if (r->conf.user)
+			fprintf(out, " user=%s(%u)", r->conf.user, (unsigned)r->conf.uid);
+		if (r->conf.container_name)
+			fprintf(out, " container_name=%s", r->conf.container_name);
+		if (r->conf.pod_namespace)
+			fprintf(out, " pod_namespace=%s", r->conf.pod_namespace);
+		if (r->conf.pod_name)
+			fprintf(out, " pod_name=%s", r->conf.pod_name);
+		for (size_t k = 0; k < r->conf.nlabels; k++)
+			fprintf(out, " label=%s=%s", r->conf.labels[k].key, r->conf.labels[k].glob);
+		for (size_t k = 0; k < r->conf.nannotations; k++)
+			fprintf(out, " annotation=%s=%s", r->conf.annotations[k].key, r->conf.annotations[k].glob);
+		if (r->conf.policy_from_annotation)
+			fprintf(out, " policy_from_annotation=yes");
+		if (r->conf.policy == THPD_RULE_HUGE)
 			fprintf(out, " max_bytes_per_pass=%llu max_ms_per_pass=%llu",
-				(unsigned long long)r->max_bytes,
-				(unsigned long long)(r->max_ns / 1000000));
-		if (r->setuid)
+				(unsigned long long)r->conf.max_bytes,
+				(unsigned long long)(r->conf.max_ns / 1000000));
+		if (r->conf.setuid)
 			fprintf(out, " setuid=yes");
-		if (r->policy == THPD_HUGE)
-			fprintf(out, " own_policy=%s", thpd_own_name(r->own));
+		if (r->conf.policy == THPD_RULE_HUGE)
+			fprintf(out, " own_policy=%s", thpd_own_name(r->conf.own));
 		fputc('\n', out);
 	}
 }

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -16,60 +15,15 @@
 
 #include <thp/thp.h>
 
+#include "clock_ns.h" /* lib/: clock_ns(), now_ns() */
+#include "log.h"
 #include "thpd.h"
+#include "watchdog.h"
 
 #define DEFAULT_CONFIG "/etc/thpd.conf"
 #define DEFAULT_CONFIG_DIR "/etc/thpd.d"
 #define EARLY_PASS_NS (200ULL * 1000000ULL)
 #define EVENTS_GAP_NS (100ULL * 1000000ULL)
-
-static bool verbose;
-
-/* Half the service manager's watchdog interval (0: none), and the last ping. */
-static uint64_t watchdog_ns, watchdog_last;
-
-static void watchdog_ping(void)
-{
-	uint64_t now;
-
-	if (!watchdog_ns)
-		return;
-	now = thpd_mono_ns();
-	if (now - watchdog_last >= watchdog_ns) {
-		sd_notify(0, "WATCHDOG=1");
-		watchdog_last = now;
-	}
-}
-
-bool thpd_tick(void)
-{
-	sigset_t set;
-
-	watchdog_ping();
-	/* run() blocks these for its signalfd: pending, they wait for the loop. */
-	if (sigpending(&set) != 0)
-		return false;
-	return sigismember(&set, SIGTERM) == 1 || sigismember(&set, SIGINT) == 1;
-}
-
-void thpd_log(int prio, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	int n;
-
-	if (prio == LOG_DEBUG && !verbose)
-		return;
-	n = snprintf(buf, sizeof(buf), "<%d>", prio);
-	va_start(ap, fmt);
-	vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
-	n = (int)strlen(buf);
-	buf[n++] = '\n';
-	/* One write per line: lines from a restarted daemon never interleave. */
-	if (write(STDERR_FILENO, buf, (size_t)n) < 0)
-		return;
-}
 
 static void usage(FILE *f)
 {
@@ -94,7 +48,7 @@ struct opts {
 	const char *config, *config_dir, *socket, *metrics_file, *listen;
 	bool config_given;
 	uint64_t interval_ms;
-	bool once, check;
+	bool once, check, verbose;
 };
 
 static int load(const struct opts *o, struct thpd_config *c)
@@ -127,9 +81,9 @@ static void status_line(const struct thpd_state *st, bool ready)
 	uint64_t huge = 0, alignable = 0;
 
 	for (size_t i = 0; i < st->cfg.nrules; i++) {
-		if (st->cfg.rules[i].policy == THPD_HUGE) {
-			huge += st->cfg.rules[i].huge;
-			alignable += st->cfg.rules[i].alignable;
+		if (st->cfg.rules[i].conf.policy == THPD_RULE_HUGE) {
+			huge += st->cfg.rules[i].last.huge;
+			alignable += st->cfg.rules[i].last.alignable;
 		}
 	}
 	sd_notifyf(0, "%sSTATUS=%zu rules, %zu processes matched, %llu of %llu MiB huge under huge rules",
@@ -157,13 +111,15 @@ static int run(const struct opts *o)
 	char *err = NULL;
 	int sfd, ret = 0;
 	bool ready = false;
+	uint64_t watchdog_ns;
 	uint64_t next_pass, last_pass = 0, events_after = 0;
 
 	thpd_state_init(&st);
-	st.verbose = verbose;
+	st.verbose = o->verbose;
 	if (!st.hash || load(o, &c) != 0)
 		return 1;
 	thpd_state_set_config(&st, &c);
+	thpd_note_reload(&st, true);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGHUP);
 	sigaddset(&mask, SIGTERM);
@@ -176,15 +132,7 @@ static int run(const struct opts *o)
 		return 1;
 	}
 	raise_nofile();
-	{
-		uint64_t usec;
-
-		/* Pinged at half the interval, from the loop and between the processes of a pass. */
-		if (sd_watchdog_enabled(0, &usec) > 0 && usec >= 2) {
-			watchdog_ns = usec * 1000 / 2;
-			watchdog_last = thpd_mono_ns();
-		}
-	}
+	watchdog_ns = thpd_watchdog_start();
 	sv = thpd_server_open(o->socket, o->listen ? o->listen : st.cfg.listen, &err);
 	if (!sv) {
 		thpd_log(LOG_ERR, "%s", err ? err : "out of memory");
@@ -201,14 +149,14 @@ static int run(const struct opts *o)
 	if (watchdog_ns)
 		thpd_log(LOG_INFO, "watchdog: alive every %llu ms",
 			 (unsigned long long)(watchdog_ns / 1000000));
-	next_pass = thpd_mono_ns();
+	next_pass = now_ns();
 	for (;;) {
 		struct pollfd fds[40];
 		size_t n = 0;
-		uint64_t now = thpd_mono_ns();
+		uint64_t now = now_ns();
 		int timeout;
 
-		watchdog_ping();
+		thpd_watchdog_ping();
 		if (st.early) {
 			uint64_t soon = last_pass + EARLY_PASS_NS;
 
@@ -223,7 +171,7 @@ static int run(const struct opts *o)
 			thpd_pass(&st);
 			/* A catch-up pass is timed from this one's end: its
 			 * wait is what the CPU budget needs to earn. */
-			next_pass = (st.work_left ? thpd_mono_ns() : now) + thpd_next_pass_ns(&st);
+			next_pass = (st.work_left ? now_ns() : now) + thpd_next_pass_ns(&st);
 			if (mf)
 				thpd_metrics_write_file(&st, mf); /* logs its failures */
 			status_line(&st, !ready);
@@ -241,8 +189,8 @@ static int run(const struct opts *o)
 		else if (thpd_scan_fd(st.scan) >= 0 && events_after < wake)
 			wake = events_after;
 		n += thpd_server_pollfds(sv, fds + n, sizeof(fds) / sizeof(fds[0]) - n);
-		if (watchdog_ns && watchdog_last + watchdog_ns < wake)
-			wake = watchdog_last + watchdog_ns;
+		if (thpd_watchdog_deadline() < wake)
+			wake = thpd_watchdog_deadline();
 		/* A client's deadline wakes the loop: it is dropped in time. */
 		if (thpd_server_deadline(sv) < wake)
 			wake = thpd_server_deadline(sv);
@@ -259,15 +207,17 @@ static int run(const struct opts *o)
 			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 				if (si.ssi_signo == SIGHUP) {
 					sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
-						   (unsigned long long)(thpd_mono_ns() / 1000));
+						   (unsigned long long)(now_ns() / 1000));
 					if (load(o, &c) == 0) {
 						thpd_state_set_config(&st, &c);
+						thpd_note_reload(&st, true);
 						if (!o->listen)
 							thpd_server_relisten(sv, st.cfg.listen);
 						thpd_log(LOG_INFO, "reloaded: %zu rules", st.cfg.nrules);
 						/* New rules act now, not an interval later. */
-						next_pass = thpd_mono_ns();
+						next_pass = now_ns();
 					} else {
+						thpd_note_reload(&st, false);
 						thpd_log(LOG_ERR, "reload failed: the %zu rules loaded before stay",
 							 st.cfg.nrules);
 					}
@@ -285,7 +235,7 @@ static int run(const struct opts *o)
 		if (events && (fds[1].revents & POLLIN)) {
 			if (thpd_scan_drain(st.scan, on_exec, on_exit_ev, &st))
 				st.events_lost = true;
-			events_after = thpd_mono_ns() + EVENTS_GAP_NS;
+			events_after = now_ns() + EVENTS_GAP_NS;
 		}
 		thpd_server_handle(sv, &st);
 	}
@@ -353,7 +303,8 @@ int main(int argc, char **argv)
 			o.check = true;
 			break;
 		case 'v':
-			verbose = true;
+			o.verbose = true;
+			thpd_log_verbose(true);
 			break;
 		case 'h':
 			usage(stdout);
@@ -397,6 +348,7 @@ int main(int argc, char **argv)
 		if (!st.hash || load(&o, &c) != 0)
 			return 1;
 		thpd_state_set_config(&st, &c);
+		thpd_note_reload(&st, true);
 		thpd_pass(&st);
 		text = thpd_metrics_text(&st, &len);
 		if (!text || fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {

@@ -10,6 +10,8 @@
 
 #include <thp/thp.h>
 
+#include "clock_ns.h" /* lib/: clock_ns(), now_ns() */
+#include "log.h"
 #include "thpd.h"
 
 /* A process whose figures stand still is read every 2, 4 .. up to this many passes. */
@@ -18,7 +20,6 @@
 int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge)
 {
 	char path[64], buf[4096];
-	const char *p;
 	unsigned long long kb;
 	ssize_t n;
 
@@ -27,9 +28,9 @@ int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge)
 	if (n <= 0)
 		return -1;
 	*anon = *huge = 0;
-	if ((p = strstr(buf, "\nAnonymous:")) && sscanf(p + 11, "%llu", &kb) == 1)
+	if (thpd_field(buf, "Anonymous", &kb))
 		*anon = kb << 10;
-	if ((p = strstr(buf, "\nAnonHugePages:")) && sscanf(p + 15, "%llu", &kb) == 1)
+	if (thpd_field(buf, "AnonHugePages", &kb))
 		*huge = kb << 10;
 	return 0;
 }
@@ -113,7 +114,7 @@ void thpd_measure(struct thpd_state *st, struct thpd_proc *p, bool collapsing)
 	sizes_now = p->sizes_due && st->sizes_bucket_s > 0 && !collapsing;
 	if (requery || sizes_now) {
 		THP_OPTS(thp_query_opts, q, .pidfd = p->pidfd);
-		uint64_t c0 = thpd_cpu_ns();
+		uint64_t c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 		int ret;
 
 		if (sizes_now)
@@ -121,7 +122,7 @@ void thpd_measure(struct thpd_state *st, struct thpd_proc *p, bool collapsing)
 		ret = thp_query(&q);
 		if (q.flags) {
 			/* Charged now, so that the next process sees what is left. */
-			c0 = thpd_cpu_ns() - c0;
+			c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
 			st->bucket_s -= (double)c0 / 1e9;
 			st->sizes_bucket_s -= (double)c0 / 1e9;
 			st->pass_sizes_ns += c0;

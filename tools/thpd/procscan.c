@@ -14,6 +14,8 @@
 #include <linux/connector.h>
 #include <linux/netlink.h>
 
+#include "clock_ns.h" /* lib/: clock_ns(), now_ns() */
+#include "log.h"
 #include "thpd.h"
 
 /* Messages read between two charges of a drain's CPU. */
@@ -33,6 +35,15 @@ struct thpd_scan {
 static int connector_open(void)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC, .nl_pid = 0 };
+	/*
+	 * The connector's message is a cn_msg whose flexible data[] is the
+	 * operation: laid out as it goes on the wire, which clang calls a GNU
+	 * extension (gcc and the kernel's own samples use it).
+	 */
+#ifdef __clang__
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wgnu-variable-sized-type-not-at-end"
+#endif
 	struct {
 		struct nlmsghdr nh;
 		struct cn_msg cn;
@@ -43,6 +54,9 @@ static int connector_open(void)
 		struct cn_msg cn;
 		uint32_t op, events;
 	} __attribute__((packed)) filt;
+#ifdef __clang__
+#pragma clang diagnostic pop
+#endif
 	int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR);
 
 	if (fd < 0)
@@ -86,7 +100,7 @@ struct thpd_scan *thpd_scan_open(bool want_connector)
 		return NULL;
 	s->nl = want_connector ? connector_open() : -1;
 	s->rate = s->cap_s = s->bucket_s = 0.01;
-	s->last_wall_ns = thpd_mono_ns();
+	s->last_wall_ns = now_ns();
 	return s;
 }
 
@@ -146,7 +160,7 @@ const struct thpd_scan_stats *thpd_scan_stats(const struct thpd_scan *s)
 /* The mode of this drain by what the bucket holds, refilled up to now. */
 static void refill(struct thpd_scan *s)
 {
-	uint64_t now = thpd_mono_ns();
+	uint64_t now = now_ns();
 
 	s->bucket_s += s->rate * (double)(now - s->last_wall_ns) / 1e9;
 	s->last_wall_ns = now;
@@ -177,7 +191,7 @@ int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 		s->stats.drops++;
 		return 1;
 	}
-	c0 = thpd_cpu_ns();
+	c0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	for (unsigned since = 0;; since++) {
 		struct nlmsghdr *nh;
 		ssize_t n;
@@ -185,7 +199,7 @@ int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 		/* A long backlog is charged as it is read: the budget can run
 		 * out in the middle of it. */
 		if (since == DRAIN_CHARGE_EVERY) {
-			uint64_t c1 = thpd_cpu_ns();
+			uint64_t c1 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 
 			since = 0;
 			thpd_scan_charge(s, c1 - c0);
@@ -237,7 +251,7 @@ int thpd_scan_drain(struct thpd_scan *s, void (*on_exec)(void *, pid_t),
 	}
 	if (deferred)
 		s->stats.deferred_drains++;
-	thpd_scan_charge(s, thpd_cpu_ns() - c0);
+	thpd_scan_charge(s, clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0);
 	return lost;
 }
 
@@ -261,21 +275,6 @@ int thpd_scan_proc(void (*fn)(void *, pid_t), void *arg)
 	}
 	closedir(d);
 	return 0;
-}
-
-ssize_t thpd_read_small(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return n;
 }
 
 int thpd_proc_stat(pid_t pid, char *comm, size_t commlen, uint64_t *starttime)

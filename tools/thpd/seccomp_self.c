@@ -4,22 +4,19 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "log.h"
 #include "thpd.h"
 
 /* The Seccomp: field of /proc/self/status: 0, 1 strict, 2 filter; -1 not shown. */
 static int own_seccomp_mode(void)
 {
-	char line[256];
-	int mode = -1;
-	FILE *f = fopen("/proc/self/status", "re");
+	char buf[8192];
+	unsigned long long mode;
 
-	if (!f)
+	if (thpd_read_small("/proc/self/status", buf, sizeof(buf)) < 0 ||
+	    !thpd_field(buf, "Seccomp", &mode))
 		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "Seccomp:", 8) && sscanf(line + 8, "%d", &mode) == 1)
-			break;
-	fclose(f);
-	return mode;
+	return (int)mode;
 }
 
 /*
@@ -30,9 +27,9 @@ static int own_seccomp_mode(void)
  */
 static bool reads_filters(const struct thpd_state *st, const struct thpd_rule *r)
 {
-	if (r->inject)
+	if (r->conf.inject)
 		return true;
-	return r->policy == THPD_HUGE && r->own == THPD_OWN_ASK && st->nohuge_hidden;
+	return r->conf.policy == THPD_RULE_HUGE && r->conf.own == THPD_OWN_ASK && st->nohuge_hidden;
 }
 
 void thpd_seccomp_self_check(const struct thpd_state *st)
@@ -51,7 +48,7 @@ void thpd_seccomp_self_check(const struct thpd_state *st)
 		if (len >= sizeof(names))
 			continue;
 		w = snprintf(names + len, sizeof(names) - len, "%s%s (%s)", n > 1 ? ", " : "",
-			     r->name, r->inject ? "enforce = inject" : "own_policy = ask");
+			     r->conf.name, r->conf.inject ? "enforce = inject" : "own_policy = ask");
 		len = w < 0 ? sizeof(names) : len + (size_t)w;
 	}
 	if (!n)

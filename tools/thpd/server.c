@@ -12,6 +12,8 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "clock_ns.h" /* lib/: clock_ns(), now_ns() */
+#include "log.h"
 #include "thpd.h"
 
 #define MAX_CLIENTS 32
@@ -223,6 +225,24 @@ size_t thpd_server_pollfds(struct thpd_server *sv, struct pollfd *fds, size_t ca
 	return n;
 }
 
+/* The rules as thpd --check-config prints them. */
+static char *rules_text(const struct thpd_state *st, size_t *len)
+{
+	char *s = NULL;
+	size_t sz = 0;
+	FILE *f = open_memstream(&s, &sz);
+
+	if (!f)
+		return NULL;
+	thpd_config_print(&st->cfg, f);
+	if (fclose(f) != 0) {
+		free(s);
+		return NULL;
+	}
+	*len = sz;
+	return s;
+}
+
 static void reply(struct client *c, const struct thpd_state *st, enum thpd_req what)
 {
 	char *body = NULL;
@@ -236,7 +256,7 @@ static void reply(struct client *c, const struct thpd_state *st, enum thpd_req w
 		else if (what == THPD_REQ_JSON)
 			body = thpd_json_text(st, &len);
 		else if (what == THPD_REQ_RULES)
-			body = thpd_rules_text(st, &len);
+			body = rules_text(st, &len);
 		else if (asprintf(&body, "error: unknown request (expected metrics, json or rules)\n") >= 0)
 			len = strlen(body);
 		c->out = body;
@@ -355,7 +375,7 @@ static void accept_all(struct thpd_server *sv, int lfd, bool http, const struct 
 {
 	for (;;) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		uint64_t now = thpd_mono_ns();
+		uint64_t now = now_ns();
 
 		if (fd < 0)
 			return;
@@ -381,7 +401,7 @@ void thpd_server_handle(struct thpd_server *sv, const struct thpd_state *st)
 	if (sv->tcp_fd >= 0)
 		accept_all(sv, sv->tcp_fd, true, st);
 	for (size_t i = 0; i < sv->ncl;) {
-		uint64_t now = thpd_mono_ns();
+		uint64_t now = now_ns();
 		struct client *c = &sv->cl[i];
 
 		if (!serve(c, st, now) || now >= deadline(c))

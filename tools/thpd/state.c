@@ -6,15 +6,20 @@
  * connector's exec and exit events); an exec event refreshes one entry.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <thp/thp.h>
 
+#include "clock_ns.h" /* lib/: clock_ns(), now_ns() */
+#include "container.h"
+#include "log.h"
 #include "thpd.h"
 
 #ifndef SYS_pidfd_open
@@ -27,9 +32,18 @@ void thpd_state_init(struct thpd_state *st)
 	st->nhash = 1024;
 	st->self = getpid();
 	st->hash = calloc(st->nhash, sizeof(*st->hash));
-	st->last_cpu_ns = thpd_cpu_ns();
-	st->last_wall_ns = thpd_mono_ns();
+	st->last_cpu_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	st->last_wall_ns = now_ns();
 	st->folio_source = -1;
+	{
+		/* The runtimes' records are under /; the tests point thpd at a fake tree. */
+		const char *root = secure_getenv("THPD_TEST_CONTAINER_ROOT");
+		int r = thpd_ctr_init(root && *root ? root : "/");
+
+		if (r < 0)
+			thpd_log(LOG_ERR, "container records under %s: %s", root ? root : "/",
+				 strerror(-r));
+	}
 	{
 		struct thp_probe_info pi = { .sz = sizeof(pi) };
 
@@ -46,6 +60,7 @@ void thpd_state_init(struct thpd_state *st)
 
 static void proc_free(struct thpd_proc *p)
 {
+	thpd_ident_release(&p->id);
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	free(p);
@@ -82,6 +97,7 @@ void thpd_state_free(struct thpd_state *st)
 		}
 	}
 	free(st->hash);
+	thpd_ctr_fini();
 	thpd_config_free(&st->cfg);
 	st->hash = NULL;
 }
@@ -115,7 +131,7 @@ static void visit(void *arg, pid_t pid)
 	struct thpd_proc **pp, *p;
 	uint64_t start;
 	char comm[32];
-	int rule, r;
+	int rule, r, pol;
 
 	if (pid == st->self)
 		return;
@@ -129,7 +145,8 @@ static void visit(void *arg, pid_t pid)
 			p->seen = true;
 			return;
 		}
-		if (st->cfg.uses_cgroup && thpd_ident_cgroup(pid, &p->id) < 0) {
+		if ((st->cfg.uses_cgroup || st->cfg.uses_container) &&
+		    thpd_ident_cgroup(pid, &p->id) < 0) {
 			forget_proc(st, p);
 			return;
 		}
@@ -153,6 +170,7 @@ static void visit(void *arg, pid_t pid)
 			p->starttime = start;
 			p->pidfd = -1;
 			p->rule = -1;
+			p->policy = -1;
 			p->backoff = 1;
 			*pp = p;
 			st->nprocs++;
@@ -169,6 +187,7 @@ static void visit(void *arg, pid_t pid)
 	}
 	p->seen = true;
 	rule = p->kthread ? -1 : thpd_rules_match(&st->cfg, &p->id);
+	pol = rule >= 0 ? thpd_proc_policy(&st->cfg.rules[rule], &p->id) : -1;
 	if (rule >= 0 && p->pidfd < 0) {
 		p->pidfd = open_pidfd(pid);
 		if (p->pidfd < 0) {
@@ -177,13 +196,14 @@ static void visit(void *arg, pid_t pid)
 		}
 		if (st->verbose)
 			thpd_log(LOG_DEBUG, "process %d (%s) matches rule %s", (int)pid, p->comm,
-				 st->cfg.rules[rule].name);
+				 st->cfg.rules[rule].conf.name);
 	} else if (rule < 0 && p->pidfd >= 0) {
 		close(p->pidfd);
 		p->pidfd = -1;
 	}
-	if (p->rule != rule) {
+	if (p->rule != rule || p->policy != pol) {
 		p->rule = rule;
+		p->policy = pol;
 		p->inject_done = false;
 		p->skipped = false;
 		p->backoff = 1;
@@ -214,7 +234,7 @@ void thpd_consider(struct thpd_state *st, pid_t pid)
 		return;
 	visit(&arg, pid);
 	p = *slot_of(st, pid);
-	if (p && p->rule >= 0 && st->cfg.rules[p->rule].policy != THPD_IGNORE)
+	if (p && p->rule >= 0 && p->policy != THPD_RULE_IGNORE)
 		st->early = st->early_by_event = true;
 }
 
@@ -244,4 +264,40 @@ void thpd_refresh(struct thpd_state *st)
 			st->nprocs--;
 		}
 	}
+}
+
+static int by_anon(const void *a, const void *b)
+{
+	const struct thpd_proc *x = *(const struct thpd_proc *const *)a;
+	const struct thpd_proc *y = *(const struct thpd_proc *const *)b;
+
+	if (x->anon != y->anon)
+		return x->anon < y->anon ? 1 : -1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+size_t thpd_matched_by_anon(const struct thpd_state *st, const struct thpd_proc ***out)
+{
+	const struct thpd_proc **v = malloc((st->nprocs + 1) * sizeof(*v));
+	size_t n = 0;
+
+	*out = v;
+	if (!v)
+		return 0;
+	for (size_t i = 0; i < st->nhash; i++)
+		for (const struct thpd_proc *p = st->hash[i]; p; p = p->next)
+			if (n < st->nprocs && p->rule >= 0)
+				v[n++] = p;
+	if (n)
+		qsort(v, n, sizeof(*v), by_anon);
+	return n;
+}
+
+void thpd_note_reload(struct thpd_state *st, bool ok)
+{
+	struct timespec ts;
+
+	st->reload_ok = ok;
+	if (ok && clock_gettime(CLOCK_REALTIME, &ts) == 0)
+		st->reload_ok_time_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

@@ -13,13 +13,15 @@
 #include <thp/thp.h>
 
 #include "thpd_interface.h" /* tools/common: the socket, the JSON schema, size labels */
+#include "util.h"	    /* THPD_NERRNO */
 
-enum thpd_policy {
-	THPD_HUGE,
-	THPD_NEVER,
-	THPD_NOHUGE,
-	THPD_SYSTEM,
-	THPD_IGNORE,
+/* What a rule does (policy =): a THP policy to collapse to or keep, or nothing. */
+enum thpd_rule_policy {
+	THPD_RULE_HUGE,
+	THPD_RULE_NEVER,
+	THPD_RULE_NOHUGE,
+	THPD_RULE_SYSTEM,
+	THPD_RULE_IGNORE,
 };
 
 /* What a huge rule does with a matched process's own default (own_policy =). */
@@ -32,39 +34,55 @@ enum thpd_own {
 /* The PMD size thpd collapses to (x86_64 and the others with 4 KiB pages). */
 #define THPD_EXTENT (2ULL << 20)
 
-/* The errnos a collapse failure is counted under; the last slot is "other". */
-#define THPD_NERRNO 6
-extern const int thpd_errnos[THPD_NERRNO - 1];
-const char *thpd_errno_label(int slot);
-int thpd_errno_slot(int err);
-
-struct thpd_rule_stats {
-	uint64_t collapses;
-	uint64_t shared_skips; /* extents left: shared with another process */
-	uint64_t failures[THPD_NERRNO];
+/* label = KEY=GLOB, annotation = KEY=GLOB */
+struct thpd_kv_match {
+	char *key, *glob;
 };
+#define THPD_KV_MATCH_MAX 16 /* label and annotation lines per rule, each */
 
-struct thpd_rule {
+/* A rule as written: what it matches and what it does. */
+struct thpd_rule_conf {
 	char *name;
 	char *cgroup; /* glob or NULL */
 	char *exe;    /* glob or NULL */
 	char *user;   /* as written, or NULL */
 	uid_t uid;
-	int policy; /* enum thpd_policy, -1 unset */
+	/* The container's identity (container.h): globs or NULL. */
+	char *container_name, *pod_namespace, *pod_name;
+	struct thpd_kv_match labels[THPD_KV_MATCH_MAX], annotations[THPD_KV_MATCH_MAX];
+	size_t nlabels, nannotations;
+	bool policy_from_annotation; /* libthp.io/thp-policy decides, policy = is the fallback */
+	int policy;		     /* enum thpd_rule_policy, -1 unset */
 	bool inject;
 	bool setuid;
-	int own;		/* enum thpd_own */
-	bool own_hidden_logged; /* the notice that a nohuge default is unseen was given */
+	int own; /* enum thpd_own */
 	uint64_t max_bytes;
 	uint64_t max_ns;
 	char *file;
 	int line;
-	struct thpd_rule_stats stats; /* carried over a reload by name */
-	/* Figures of the last pass. */
+};
+
+/* Counters since the daemon started: a reload carries them over by the rule's name. */
+struct thpd_rule_totals {
+	uint64_t collapses;
+	uint64_t shared_skips; /* extents left: shared with another process */
+	uint64_t failures[THPD_NERRNO];
+};
+
+/* The figures of the last pass, summed over the rule's processes. */
+struct thpd_rule_last {
 	uint64_t processes, anon, huge, alignable, over_budget;
+	uint64_t noncompliant; /* huge bytes of its processes whose policy is never or nohuge */
 	/* Anonymous bytes by folio size, summed over the processes whose sizes
 	 * are known (folio_procs of them): base pages, then thpd_state.sizes[]. */
 	uint64_t folio_procs, folio_base, folio_bytes[THP_PROBE_MAX_SIZES];
+};
+
+struct thpd_rule {
+	struct thpd_rule_conf conf;
+	struct thpd_rule_totals totals;
+	struct thpd_rule_last last;
+	bool own_hidden_logged; /* the notice that a nohuge default is unseen was given */
 };
 
 struct thpd_config {
@@ -77,8 +95,9 @@ struct thpd_config {
 	bool http_process_metrics; /* per-process figures on HTTP too, not only the socket */
 	struct thpd_rule *rules;
 	size_t nrules;
-	bool uses_user;	  /* some rule matches by user */
-	bool uses_cgroup; /* some rule matches by cgroup */
+	bool uses_user;	     /* some rule matches by user */
+	bool uses_cgroup;    /* some rule matches by cgroup */
+	bool uses_container; /* some rule matches by container or pod */
 };
 
 /* config.c */
@@ -89,15 +108,22 @@ int thpd_config_load(struct thpd_config *c, const char *file, bool file_optional
 		     const char *dir, char **err);
 void thpd_config_free(struct thpd_config *c);
 void thpd_config_print(const struct thpd_config *c, FILE *out);
-const char *thpd_policy_name(int policy);
+const char *thpd_rule_policy_name(int policy);
 const char *thpd_own_name(int own); /* own_policy = values */
+/* A rule's policy = as the rules list and the metrics show it ("annotation": none but
+ * policy_from_annotation). */
+const char *thpd_rule_shown_policy(const struct thpd_rule_conf *r);
+/* The rule has something to match a process by. */
+bool thpd_rule_has_matcher(const struct thpd_rule_conf *r);
 
 /* rules.c */
+struct thpd_ctr; /* container.h */
 struct thpd_ident {
 	char cgroup[512];
 	char exe[512];
 	uid_t uid;
 	bool have_cgroup, have_exe, have_uid;
+	struct thpd_ctr *ctr; /* its container, a reference held; NULL: none */
 };
 /* Read what the rules need of PID; -1 when the process is gone. */
 int thpd_ident_read(pid_t pid, const struct thpd_config *c, struct thpd_ident *id);
@@ -105,6 +131,11 @@ int thpd_ident_read(pid_t pid, const struct thpd_config *c, struct thpd_ident *i
 int thpd_ident_cgroup(pid_t pid, struct thpd_ident *id);
 /* Index of the first matching rule, or -1. */
 int thpd_rules_match(const struct thpd_config *c, const struct thpd_ident *id);
+/* The policy rule @r has for the process: its own, or its container's
+ * libthp.io/thp-policy (policy_from_annotation); -1 when it has none. */
+int thpd_proc_policy(const struct thpd_rule *r, const struct thpd_ident *id);
+/* Drop what @id holds (its container reference). */
+void thpd_ident_release(struct thpd_ident *id);
 
 /* procscan.c */
 struct thpd_scan;
@@ -136,17 +167,16 @@ int thpd_scan_mode(const struct thpd_scan *s);
 const struct thpd_scan_stats *thpd_scan_stats(const struct thpd_scan *s);
 /* Call @fn for every process in /proc. */
 int thpd_scan_proc(void (*fn)(void *, pid_t), void *arg);
-/* A small /proc file whole, NUL-terminated: its length, or -1. */
-ssize_t thpd_read_small(const char *path, char *buf, size_t cap);
 /* comm and starttime from /proc/PID/stat; -1 when gone. */
 int thpd_proc_stat(pid_t pid, char *comm, size_t commlen, uint64_t *starttime);
 
-/* An entry of the process table, and the daemon's state (state.c, measure.c, policy.c). */
+/* An entry of the process table, and the daemon's state (state.c, measure.c, pass.c). */
 struct thpd_proc {
 	pid_t pid;
 	uint64_t starttime;
 	int pidfd;
-	int rule; /* index into the current rules, -1 unmatched */
+	int rule;   /* index into the current rules, -1 unmatched */
+	int policy; /* what the rule says for it (thpd_proc_policy()) */
 	char comm[32];
 	bool inject_done;      /* a never/nohuge/system rule was applied (or refused) */
 	bool skipped;	       /* setuid or own never/nohuge policy: left alone */
@@ -188,7 +218,7 @@ struct thpd_state {
 	bool catchup;
 	bool early;	     /* a pass is wanted before the interval is over */
 	bool early_by_event; /* an event asked for it: its CPU is the events' */
-	uint64_t exec_races; /* execs detected during a collapse (policy.c) */
+	uint64_t exec_races; /* execs detected during a collapse (pass.c) */
 	uint64_t work_left;  /* collapsible bytes the last pass left for lack of budget */
 	uint64_t pass_collapse_ns;
 	uint64_t pass_sizes_ns; /* CPU of this pass's folio size reads, charged as they happen */
@@ -201,17 +231,16 @@ struct thpd_state {
 	uint64_t sizes[THP_PROBE_MAX_SIZES];
 	int folio_source; /* of the last query: enum thp_folio_source, -1 none yet */
 	bool folio_none_logged;
+	bool reload_ok;		 /* the last configuration load (start or SIGHUP) succeeded */
+	double reload_ok_time_s; /* CLOCK_REALTIME of the last successful load */
 };
 
-/* policy.c */
+/* pass.c */
 /* New rules: processes are matched again, counters are carried by rule name. */
 void thpd_state_set_config(struct thpd_state *st, struct thpd_config *c);
 void thpd_pass(struct thpd_state *st);
 /* When the next pass is due after one that just ended, in ns from now. */
 uint64_t thpd_next_pass_ns(const struct thpd_state *st);
-uint64_t thpd_cpu_ns(void);
-uint64_t thpd_mono_ns(void);
-uint64_t thpd_rss_bytes(void);
 
 /* state.c: the process table. */
 void thpd_state_init(struct thpd_state *st);
@@ -221,15 +250,20 @@ void thpd_forget(struct thpd_state *st, pid_t pid);
 void thpd_refresh(struct thpd_state *st);
 /* Match one process now (an exec event); sets st->early when a rule acts on it. */
 void thpd_consider(struct thpd_state *st, pid_t pid);
+/* The matched processes, largest anonymous memory first, in a malloc'd array
+ * @out: their count (0 and maybe NULL on out of memory). */
+size_t thpd_matched_by_anon(const struct thpd_state *st, const struct thpd_proc ***out);
+/* A configuration load (start or reload) ended: @ok, and when, for the reload metrics. */
+void thpd_note_reload(struct thpd_state *st, bool ok);
 
-/* metrics.c: text into a malloc'd buffer; NULL on out of memory. */
+/* metrics.c (Prometheus text), status_json.c (the status JSON): text into a
+ * malloc'd buffer; NULL on out of memory. */
 char *thpd_metrics_text(const struct thpd_state *st, size_t *len);
 char *thpd_json_text(const struct thpd_state *st, size_t *len);
 /* For HTTP: without per-process figures unless http_process_metrics = yes. */
 char *thpd_metrics_text_public(const struct thpd_state *st, size_t *len);
 char *thpd_json_text_public(const struct thpd_state *st, size_t *len);
-char *thpd_rules_text(const struct thpd_state *st, size_t *len);
-/* Through its directory, never following a link; logs each new failure once. */
+/* metrics_file.c: through its directory, never following a link; logs each new failure once. */
 int thpd_metrics_write_file(const struct thpd_state *st, const char *path);
 
 /* measure.c */
@@ -238,16 +272,17 @@ int thpd_rollup(pid_t pid, uint64_t *anon, uint64_t *huge);
 /* Refresh @p's figures as due; @collapsing: its rule is huge and acts on it. */
 void thpd_measure(struct thpd_state *st, struct thpd_proc *p, bool collapsing);
 
-/* own_policy.c */
+/* skip.c */
 /* 1: a setuid/setgid (or file-capability) program, or cannot tell; 0 not; -1 gone. */
 int thpd_is_secure_exec(pid_t pid);
 /* Once per process and rule: mark it skipped if a rule must leave it alone. */
 void thpd_check_skip(struct thpd_state *st, struct thpd_proc *p, struct thpd_rule *r);
-/* Set the rule's never/nohuge/system policy in the process (enforce = inject). */
-void thpd_inject(struct thpd_proc *p, const struct thpd_rule *r);
 /* The notice --check-config gives for rules whose processes' nohuge default
  * this kernel hides: 0 when none, else the count. */
 int thpd_own_policy_notes(const struct thpd_config *c, bool nohuge_hidden, FILE *out);
+
+/* inject.c: set the rule's never/nohuge/system policy in the process (enforce = inject). */
+void thpd_inject(struct thpd_proc *p, const struct thpd_rule *r);
 
 /* request.c */
 #define THPD_REQ_MAX 1024 /* bytes of a request kept; a longer one is answered as it is */
@@ -277,11 +312,5 @@ uint64_t thpd_server_deadline(const struct thpd_server *sv);
 size_t thpd_server_pollfds(struct thpd_server *sv, struct pollfd *fds, size_t cap);
 /* Handle whatever is ready; never blocks. */
 void thpd_server_handle(struct thpd_server *sv, const struct thpd_state *st);
-
-/* main.c */
-void thpd_log(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Between two processes of a pass: tells the service manager's watchdog the
- * daemon is alive when due; true when SIGTERM or SIGINT waits (end the pass). */
-bool thpd_tick(void);
 
 #endif
