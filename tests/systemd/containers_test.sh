@@ -8,9 +8,11 @@
 # read here through their host PIDs.
 # CT_FILL_MIB (MiB filled into each workload), CT_HUGE_SECONDS (the bound
 # on "90% huge": a safety bound for a loaded CI machine; the time is
-# logged), CT_SHORT_LIVED (the number of short-lived containers),
+# logged), CT_SHORT_LIVED (the number of short-lived containers) and
+# CT_PARALLEL (how many of them at a time),
 # OCI_HOOK and OCI_HOOK_JSON (the hook and its hooks.d file, when the host
-# sent them) come from /opt/libthp-vmtest/conf.
+# sent them) and CT_STEPS (the steps run, in order: crun runc leaks docker;
+# leaks needs a pod of crun or runc) come from /opt/libthp-vmtest/conf.
 
 ct_image=localhost/thp-ct:1
 ct_yaml=/run/thp-ct
@@ -228,14 +230,23 @@ ct_leaks() {
 	check ct_recreate "pod $CT_HUGE_POD deleted and played again: init $pid" test "$pid" != 0
 	ct_down "$CT_HUGE_POD"
 	t=$(date +%s)
-	# Short-lived containers, four at a time, each annotated (the hook
-	# runs) and alive for a second (thpd sees it).
+	# Short-lived containers, CT_PARALLEL at a time (a new one as soon as
+	# one ends), each annotated (the hook runs) and alive for a second
+	# (thpd sees it); each must end well.
+	local running=0 ok=0
 	for ((i = 0; i < CT_SHORT_LIVED; i++)); do
 		podman run --rm --network host --annotation libthp.io/thp-policy=never "$ct_image" /bin/sleep 1 >/dev/null 2>&1 &
-		((i % 4 == 3)) && wait
+		if ((++running >= ${CT_PARALLEL:-8})); then
+			wait -n && ok=$((ok + 1))
+			running=$((running - 1))
+		fi
 	done
-	wait
-	info "containers leaks: [$(date +%T)] $CT_SHORT_LIVED short-lived containers in $(($(date +%s) - t)) s"
+	while ((running > 0)); do
+		wait -n && ok=$((ok + 1))
+		running=$((running - 1))
+	done
+	info "containers leaks: [$(date +%T)] $CT_SHORT_LIVED short-lived containers, ${CT_PARALLEL:-8} at a time, in $(($(date +%s) - t)) s"
+	check ct_short_lived "$ok of $CT_SHORT_LIVED podman run --rm ended with status 0" test "$ok" = "$CT_SHORT_LIVED"
 	# thpd forgets a container with its cgroup, at its next passes.
 	wait_for 30 eval 'f1=$(ct_thpd_figures); read -r fds1 rss1 c1 <<<"$f1"; [ -n "$c1" ] && [ "$c1" -le "${c0:-0}" ] && [ "$fds1" -le "$fds0" ]'
 	read -r fds1 rss1 c1 <<<"$f1"
@@ -272,7 +283,7 @@ ct_docker() {
 }
 
 phase_containers() {
-	local t rt
+	local t step
 	if [ -z "${THPD:-}" ] || [ ! -x "$THPD" ]; then
 		fail "containers: no thpd in this build"
 		return
@@ -319,17 +330,16 @@ phase_containers() {
 	check ct_thpd_rules "thpd's rules: $(thpd_ask rules | tr '\n' ' ')" \
 		eval "thpd_ask rules | grep -q docker-cache"
 
-	for rt in crun runc; do
+	for step in ${CT_STEPS:-crun runc leaks docker}; do
 		t=$(date +%s)
-		ct_kube "$rt"
-		info "containers: [$(date +%T)] podman with $rt in $(($(date +%s) - t)) s"
+		case $step in
+		crun | runc) ct_kube "$step" ;;
+		leaks) ct_leaks ;;
+		docker) ct_docker ;;
+		*) fail "containers: unknown step $step" ;;
+		esac
+		info "containers: [$(date +%T)] step $step in $(($(date +%s) - t)) s"
 	done
-	t=$(date +%s)
-	ct_leaks
-	info "containers: [$(date +%T)] leaks in $(($(date +%s) - t)) s"
-	t=$(date +%s)
-	ct_docker
-	info "containers: [$(date +%T)] docker in $(($(date +%s) - t)) s"
 	journalctl -q --no-pager -o short-monotonic -u thpd.service | tail -n 30 | sed 's/^/VMTEST LOG containers thpd journal: /'
 	rm -f /etc/thpd.d/50-containers.conf
 	systemctl reload thpd.service

@@ -109,6 +109,8 @@ SECCOMP_TARGET=/usr/local/libexec/libthp-vmtest/seccomp_target
 CT_FILL_MIB=${THP_SYSTEMD_CT_FILL_MIB:-256}
 CT_HUGE_SECONDS=${THP_SYSTEMD_CT_HUGE_SECONDS:-120}
 CT_SHORT_LIVED=${THP_SYSTEMD_CT_SHORT_LIVED:-100}
+CT_PARALLEL=${THP_SYSTEMD_CT_PARALLEL:-8}
+CT_STEPS="${THP_SYSTEMD_CT_STEPS:-crun runc leaks docker}"
 CT_CACHE_METRIC=${THP_SYSTEMD_CT_CACHE_METRIC:-thpd_container_cache_entries}
 OCI_HOOK=${oci_hook_dest:-}
 OCI_HOOK_JSON=${oci_hook_json_dest:-}
@@ -124,6 +126,14 @@ for unit in systemd-update-utmp systemd-update-utmp-runlevel systemd-user-sessio
 	modprobe@dm_mod modprobe@fuse modprobe@loop modprobe@configfs; do
 	boot_args+=" systemd.mask=$unit.service"
 done
+# The containers image: podman's API service and its units that start
+# containers at boot, which the test does not use (the podman command
+# runs without them).
+if [ "${THP_SYSTEMD_VARIANT:-}" = containers ]; then
+	for unit in podman.service podman.socket podman-restart.service podman-auto-update.timer; do
+		boot_args+=" systemd.mask=$unit"
+	done
+fi
 # A bound on the whole guest, not a latency: under TCG on a loaded 2-core
 # machine the default phases outlasted 900 s (doc/testing.md).  The soak
 # phase runs for SOAK_SECONDS on top of the boot and its setup.
