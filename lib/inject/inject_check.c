@@ -107,22 +107,23 @@ int inject_check_access(const struct thp_target *t, pid_t pid, pid_t tid)
 	return access_may_ptrace(t, pid);
 }
 
-/* 1 when @tid blocks or ignores SIGSYS (SigBlk, SigIgn), 0 if not, -errno. */
-static int sigsys_held_back(pid_t pid, pid_t tid)
+/* SIGSYS's state for @tid: bit 0 blocked, bit 1 ignored, bit 2 pending; or -errno. */
+static int sigsys_state(pid_t pid, pid_t tid)
 {
 	char buf[4096];
-	const char *keys[] = { "\nSigBlk:", "\nSigIgn:" };
+	const char *keys[] = { "\nSigBlk:", "\nSigIgn:", "\nSigPnd:", "\nShdPnd:" };
 	long n = proc_status_read(pid, tid, buf, sizeof(buf));
+	int state = 0;
 
 	if (n < 0)
 		return (int)n;
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < 4; i++) {
 		const char *p = proc_status_find(buf, keys[i]);
 
 		if (p && (strtoull(p, NULL, 16) >> (SIGSYS - 1) & 1))
-			return 1;
+			state |= 1 << (i < 2 ? i : 2);
 	}
-	return 0;
+	return state;
 }
 
 /*
@@ -133,10 +134,14 @@ static int sigsys_held_back(pid_t pid, pid_t tid)
  * vDSO would not be dispatched: the range exempts it, or the selector byte
  * is ALLOW now (no other thread can change it: they are all stopped).
  * Where the kernel cannot report the setting (before 6.4, or a kernel that
- * refuses PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG), a thread that blocks
- * or ignores SIGSYS is refused: the one case where a dispatched call would
- * do harm before inject_syscall() could drop its SIGSYS.  0 or -EPERM with
- * detail.
+ * refuses PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG), a thread that ignores
+ * SIGSYS, or has one pending, is refused: a dispatched call would reset
+ * its handler, an unblocked one deliver the pending signal.  A thread that
+ * only blocks it (a container runtime's init process blocks every signal
+ * until it execs the workload) is injected with SIGSYS unblocked for the
+ * call (1: the session does it), so that a dispatched call raises a
+ * SIGSYS the session drops, and nothing of the thread changes.  0, 1, or
+ * -EPERM with detail.
  */
 int inject_check_dispatch(struct inject_session *s)
 {
@@ -150,14 +155,15 @@ int inject_check_dispatch(struct inject_session *s)
 	if (ptrace(THP_PTRACE_GET_SUD_CONFIG, s->tid, (void *)sizeof(c), &c) < 0) {
 		if (errno == ESRCH)
 			return -ESRCH;
-		r = sigsys_held_back(s->t->pid, s->tid);
-		if (r <= 0)
+		r = sigsys_state(s->t->pid, s->tid);
+		if (r < 0)
 			return r;
-		report_set_detail("process %d blocks or ignores SIGSYS right now (as a SIGSYS "
-				  "handler does), and this kernel does not say whether it uses "
-				  "syscall user dispatch, which would then kill it for the injected "
-				  "call: not injected",
-				  (int)s->t->pid);
+		if (!(r & 6))
+			return r & 1;
+		report_set_detail("process %d %s SIGSYS right now, and this kernel does not say "
+				  "whether it uses syscall user dispatch, which would then reset its "
+				  "handler for the injected call: not injected",
+				  (int)s->t->pid, r & 2 ? "ignores" : "has a pending");
 		return -EPERM;
 	}
 	if (c.mode == THP_PR_SYS_DISPATCH_OFF)

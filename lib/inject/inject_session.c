@@ -228,6 +228,38 @@ static int find_syscall_ip(struct inject_session *s)
 	return err;
 }
 
+/*
+ * inject_check_dispatch()'s answer acted on: 1 is SIGSYS unblocked in the
+ * stopped thread (PTRACE_SETSIGMASK), so that a call the kernel dispatches
+ * raises a SIGSYS the session drops instead of one forced through the
+ * block, which would reset the thread's handler.  0 or -errno.
+ */
+static int dispatch_checked(struct inject_session *s)
+{
+	int r = inject_check_dispatch(s);
+	uint64_t m;
+
+	if (r <= 0 || s->sigsys_unblocked)
+		return r;
+	if (ptrace(PTRACE_GETSIGMASK, s->tid, (void *)sizeof(m), &m) < 0)
+		return -ESRCH;
+	s->sigmask = m;
+	m &= ~(1ULL << (SIGSYS - 1));
+	if (ptrace(PTRACE_SETSIGMASK, s->tid, (void *)sizeof(m), &m) < 0)
+		return -ESRCH;
+	s->sigsys_unblocked = true;
+	return 0;
+}
+
+/* The stopped thread's own signal mask back, before it runs code of its own. */
+static int sigsys_restore(struct inject_session *s)
+{
+	if (!s->sigsys_unblocked)
+		return 0;
+	s->sigsys_unblocked = false;
+	return ptrace(PTRACE_SETSIGMASK, s->tid, (void *)sizeof(s->sigmask), &s->sigmask) < 0 ? -ESRCH : 0;
+}
+
 int inject_begin(struct inject_session *s, const struct thp_target *t)
 {
 	long v = 0;
@@ -300,7 +332,7 @@ int inject_begin(struct inject_session *s, const struct thp_target *t)
 	if (!err)
 		err = find_syscall_ip(s);
 	if (!err)
-		err = inject_check_dispatch(s);
+		err = dispatch_checked(s);
 	if (err)
 		return err;
 	/*
@@ -412,9 +444,12 @@ static int inject_end(struct inject_session *s)
 		return session_release(s, s->seized ? -ESRCH : 0);
 	/* Only a stopped tracee can be detached: stop it first if need be. */
 	if (!s->stopped && ptrace(PTRACE_INTERRUPT, s->tid, 0, 0) == 0 && wait_event_stop(s) == 0) {
+		sigsys_restore(s);
 		ptrace(PTRACE_DETACH, s->tid, 0, 0);
 		return session_release(s, -ESRCH); /* not the state we meant to leave it in */
 	}
+	if (s->stopped && sigsys_restore(s))
+		err = -ESRCH;
 	if (s->stopped && !s->in_signal_path && return_to_signal_path(s))
 		err = -ESRCH;
 	if (s->stopped && inject_arch_set_regs(s->tid, &s->saved))
@@ -499,7 +534,11 @@ long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigne
 			 * signal as it would have (its handler's SA_RESTART decides
 			 * between restart and EINTR), stop it again and retry.
 			 */
-			if (inject_arch_set_regs(s->tid, &s->saved) ||
+			/*
+			 * With its own mask back: a SIGSYS it blocks is queued
+			 * again by the kernel, not delivered.
+			 */
+			if (inject_arch_set_regs(s->tid, &s->saved) || sigsys_restore(s) ||
 			    ptrace(PTRACE_CONT, s->tid, 0, (void *)(long)WSTOPSIG(st)) < 0)
 				goto gone;
 			s->stopped = false;
@@ -514,7 +553,7 @@ long inject_syscall(struct inject_session *s, long nr, unsigned long a1, unsigne
 			}
 			/* Its handler may have flipped its dispatch selector. */
 			if (!*err)
-				*err = inject_check_dispatch(s);
+				*err = dispatch_checked(s);
 			if (*err)
 				return *err;
 			break;

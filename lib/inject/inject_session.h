@@ -4,6 +4,7 @@
 #define THP_INJECT_SESSION_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "inject_arch.h"
@@ -43,6 +44,9 @@ struct inject_session {
 		bool stopped;
 	} *held;
 	unsigned int nheld, held_cap;
+	/* SIGSYS unblocked in the stopped thread for the calls; its own mask. */
+	bool sigsys_unblocked;
+	uint64_t sigmask;
 };
 
 /* Seize and stop a thread of @t; 0 or -errno with a detail. */
@@ -63,7 +67,11 @@ int inject_check_thread(pid_t pid, pid_t *tid);
 int inject_check_seccomp(pid_t pid, long mode);
 /* Refusals before any stop (traced, seccomp, ptrace rights): 0, -EAGAIN or -errno. */
 int inject_check_access(const struct thp_target *t, pid_t pid, pid_t tid);
-/* Syscall user dispatch would not turn the call into a SIGSYS: 0 or -EPERM / -ESRCH. */
+/*
+ * Syscall user dispatch would not turn the call into a SIGSYS: 0, 1 (safe
+ * with SIGSYS unblocked for the call: inject_sigsys_unblock()), or
+ * -EPERM / -ESRCH.
+ */
 int inject_check_dispatch(struct inject_session *s);
 /* @sig is a SIGSYS that the injected call itself raised. */
 bool inject_check_sigsys_ours(const struct inject_session *s, int sig);

@@ -1,6 +1,8 @@
 #!/bin/bash
 # Build (once per recipe) the Debian 12 root filesystem the systemd guest boots.
 # usage: build_image.sh [CACHE_DIR]   (default /var/cache/libthp)
+# THP_IMAGE_VARIANT=containers adds the container engines of the
+# systemd-containers test (containers_test.sh) in an image of its own.
 # Prints the image directory: rootfs.img (raw ext4), vmlinuz, initrd.img,
 # recipe.sha256.  The directory's name carries a hash of this file and of
 # vmtest.service, so a changed recipe is a new image and an unchanged one is
@@ -15,8 +17,29 @@ cache=${1:-${THP_IMAGE_CACHE:-/var/cache/libthp}}
 # What goes into the image.  redis-tools (redis-cli) fills redis from the
 # test script; procps gives pgrep/ps for it.
 packages=systemd,systemd-sysv,udev,linux-image-cloud-amd64,redis-server,redis-tools,memcached,procps,libcap2-bin
-hash=$(cat "$here/build_image.sh" "$here/vmtest.service" | sha256sum | cut -c1-16)
-dir=$cache/systemd-guest-bookworm-$hash
+variant=${THP_IMAGE_VARIANT:-}
+size=2G
+extra_hooks=()
+case $variant in
+'') ;;
+containers)
+	# Debian 12's podman (crun, runc; catatonit for the pause image
+	# kube play builds locally), docker.io and containerd; dbus, which
+	# their systemd cgroup driver (the default) needs.  Docker's
+	# daemons start only in the phase that uses them, without a bridge or
+	# iptables rules (the containers use the host's network): a faster
+	# boot for the podman phases.
+	packages+=,dbus,podman,crun,runc,catatonit,docker.io,containerd
+	size=3G
+	extra_hooks=(--customize-hook='chroot "$1" systemctl disable docker.service docker.socket containerd.service'
+		--customize-hook='mkdir -p "$1/etc/docker" && printf "{\"bridge\": \"none\", \"iptables\": false, \"ip6tables\": false}\n" > "$1/etc/docker/daemon.json"')
+	;;
+*)
+	echo "build_image.sh: unknown THP_IMAGE_VARIANT=$variant" >&2
+	exit 1 ;;
+esac
+hash=$( (cat "$here/build_image.sh" "$here/vmtest.service"; echo "$variant") | sha256sum | cut -c1-16)
+dir=$cache/systemd-guest-bookworm${variant:+-$variant}-$hash
 
 if [[ -r $dir/rootfs.img && -r $dir/vmlinuz && -r $dir/initrd.img ]]; then
 	echo "$dir"
@@ -64,6 +87,7 @@ if ! mmdebstrap --variant=minbase --include="$packages" \
 	--customize-hook='chroot "$1" systemctl mask apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer getty@tty1.service serial-getty@ttyS0.service systemd-timesyncd.service systemd-pstore.service dpkg-db-backup.timer systemd-tmpfiles-clean.timer' \
 	--customize-hook="copy-in '$here/vmtest.service' /etc/systemd/system" \
 	--customize-hook='chroot "$1" systemctl enable vmtest.service' \
+	"${extra_hooks[@]}" \
 	--customize-hook='rm -rf "$1"/var/cache/apt/archives/*.deb "$1"/var/lib/apt/lists/*' \
 	bookworm "$work/root" http://deb.debian.org/debian >"$work/mmdebstrap.log" 2>&1; then
 	tail -30 "$work/mmdebstrap.log" >&2
@@ -82,8 +106,8 @@ cp -L "$work/root/initrd.img" "$work/out/initrd.img"
 # the disk has what the packages take plus some slack for the journal.
 # Even with -q, mke2fs says "Creating regular file" on stdout for a new
 # image file, and stdout is this script's answer: the image directory.
-mke2fs -q -t ext4 -L thp-guest -d "$work/root" "$work/out/rootfs.img" 2G >&2
-cat "$here/build_image.sh" "$here/vmtest.service" | sha256sum | cut -d' ' -f1 >"$work/out/recipe.sha256"
+mke2fs -q -t ext4 -L thp-guest -d "$work/root" "$work/out/rootfs.img" $size >&2
+(cat "$here/build_image.sh" "$here/vmtest.service"; echo "$variant") | sha256sum | cut -d' ' -f1 >"$work/out/recipe.sha256"
 cp "$work/mmdebstrap.log" "$work/out/"
 rm -rf "$dir"
 mv "$work/out" "$dir"

@@ -438,6 +438,9 @@ phase_go() {
 . /opt/libthp-vmtest/thpd_test.sh
 # The soak (tests/systemd/soak_test.sh): phase_soak, only when PHASES names it.
 . /opt/libthp-vmtest/soak_test.sh
+# The containers (tests/systemd/containers_test.sh): phase_containers, only
+# when PHASES names it (the systemd-containers test, its own image).
+. /opt/libthp-vmtest/containers_test.sh
 
 RELOAD_PLAIN=
 for phase in ${PHASES:-plain prefix_only exec agent memcached recipe example go thpd thpd_seccomp}; do

@@ -653,6 +653,15 @@ def case_container(args, tmp):
         check("annotation=team=d? policy_from_annotation=yes" in rules and
               "container_name=nginx pod_namespace=shop pod_name=web-* label=app=web-*" in rules,
               f"rules: {rules}")
+        # The cache gauge: the four containers (and any real one on this
+        # machine) while they run, four fewer once their processes are gone.
+        held = metric(text, "thpd_container_cache_entries")
+        check(held is not None and held >= 4, f"thpd_container_cache_entries {held} with 4 containers")
+        for w in ws.values():
+            w.stop()
+        check(wait_for(lambda: metric(d.query("metrics"), "thpd_container_cache_entries") <= held - 4, 10),
+              f"thpd_container_cache_entries {held} with the containers, "
+              f"{metric(d.query('metrics'), 'thpd_container_cache_entries')} after")
     finally:
         for w in ws.values():
             w.stop()

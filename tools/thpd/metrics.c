@@ -331,6 +331,10 @@ static char *metrics_text(const struct thpd_state *st, bool per_process, size_t 
 	thpd_bprintf(&b, "thpd_pass_duration_seconds %.6f\n", st->last_pass_s);
 	head(&b, "passes_total", "counter", "Passes done.");
 	thpd_bprintf(&b, "thpd_passes_total %llu\n", (unsigned long long)st->passes);
+	head(&b, "container_cache_entries", "gauge",
+	     "Containers whose identity is cached: one per container with a process thpd tracks.");
+	thpd_bprintf(&b, "thpd_container_cache_entries %llu\n",
+		     (unsigned long long)thpd_ctr_stats()->entries);
 	head(&b, "build_info", "gauge", "Always 1; the version of thpd and of the libthp it runs with.");
 	thpd_bprintf(&b, "thpd_build_info{version=\"%d.%d.%d\",libthp=\"", THP_VERSION_MAJOR,
 		     THP_VERSION_MINOR, THP_VERSION_PATCH);
