@@ -2,15 +2,16 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """thpctl top's cost: CPU time per refresh against the number of processes.
 
-    bench/top_cost.py THPCTL [--processes N] [--repeats R]
+    bench/top_cost.py THPCTL [THPCTL...] [--processes N] [--repeats R] [--settle S]
 
 Starts sleepers (each with a little anonymous memory, as a real process
 has: 4 MiB touched, so smaps_rollup is read for it) until the machine has
-N processes with memory, then runs `thpctl top -n 10 -d 0.1` R times with
-its output to /dev/null and prints the CPU time per refresh (median and
-range, from the child's rusage) and what that is of one core at the
-default 1 s refresh.  Compare: reading /proc/PID/status and smaps_rollup
-of every process once from Python, in the same run.
+N processes with memory, waits S seconds for their start to die down, then
+runs `thpctl top -n 10 -d 0.1` R times per THPCTL with its output to
+/dev/null, the binaries interleaved (order rotated each round), and prints
+per binary the CPU time per refresh (median and range, from the child's
+rusage), what that is of one core at the default 1 s refresh, and with
+two or more binaries the ratio of each to the first per round.
 """
 import argparse
 import os
@@ -42,9 +43,10 @@ def with_memory():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("thpctl")
+    ap.add_argument("thpctl", nargs="+")
     ap.add_argument("--processes", type=int, default=500)
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--settle", type=float, default=20)
     a = ap.parse_args()
     sleepers = []
     try:
@@ -57,21 +59,32 @@ def main():
                 if p.stdout and not p.stdout.closed:
                     p.stdout.readline()
                     p.stdout.close()
+        time.sleep(a.settle)
         n = with_memory()
-        per_refresh = []
-        for _ in range(a.repeats):
-            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            subprocess.run([a.thpctl, "top", "-n", "10", "-d", "0.1"], stdout=subprocess.DEVNULL,
-                           check=True)
-            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
-            per_refresh.append(cpu / 10 * 1000)
-        med = statistics.median(per_refresh)
-        print(f"processes with memory: {n}")
-        print(f"thpctl top CPU per refresh: median {med:.1f} ms "
-              f"(min {min(per_refresh):.1f} .. max {max(per_refresh):.1f}, {a.repeats} runs "
-              f"of 10 refreshes): {med / 10:.2f}% of one core at 1 s")
-        print(f"per process: {med * 1000 / n:.0f} us")
+        per_refresh = {t: [] for t in a.thpctl}
+        for r in range(a.repeats):
+            k = r % len(a.thpctl)
+            for t in a.thpctl[k:] + a.thpctl[:k]:
+                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                subprocess.run([t, "top", "-n", "10", "-d", "0.1"], stdout=subprocess.DEVNULL,
+                               check=True)
+                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+                per_refresh[t].append(cpu / 10 * 1000)
+        with open("/proc/loadavg") as f:
+            load = " ".join(f.read().split()[:3])
+        print(f"processes with memory: {n}; load average after the runs: {load}")
+        base = a.thpctl[0]
+        for t, v in per_refresh.items():
+            med = statistics.median(v)
+            print(f"{t}: thpctl top CPU per refresh: median {med:.1f} ms "
+                  f"(min {min(v):.1f} .. max {max(v):.1f}, {a.repeats} runs "
+                  f"of 10 refreshes): {med / 10:.2f}% of one core at 1 s; "
+                  f"per process: {med * 1000 / n:.0f} us")
+            if t != base:
+                ratios = [x / y for x, y in zip(v, per_refresh[base])]
+                print(f"  against {base}: {statistics.median(ratios):.3f}x "
+                      f"({min(ratios):.3f} .. {max(ratios):.3f}) per round")
     finally:
         for p in sleepers:
             p.kill()

@@ -15,10 +15,18 @@ ssize_t proc_read_at(int dirfd, const char *name, char *buf, size_t cap)
 
 	if (fd < 0)
 		return -1;
-	/* Some files (environ, cmdline) give at most a page per read(). */
+	/*
+	 * The files read here (stat, statm, status, smaps_rollup, cgroup,
+	 * sysctls) fill a read() as far as they reach: a short one is the end,
+	 * and top saves a call per process.  environ and cmdline, which give a
+	 * page per read(), go through proc_read_alloc().
+	 */
 	while ((size_t)total < cap - 1 &&
-	       (n = read(fd, buf + total, cap - 1 - (size_t)total)) > 0)
+	       (n = read(fd, buf + total, cap - 1 - (size_t)total)) > 0) {
 		total += n;
+		if ((size_t)n < cap - 1 - (size_t)(total - n))
+			break;
+	}
 	close(fd);
 	buf[total] = '\0';
 	return n < 0 && !total ? -1 : total;
