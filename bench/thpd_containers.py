@@ -21,29 +21,16 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from thpd_bench import status  # noqa: E402  (thpd's JSON status over its socket)
+
 SLICE = "kubepods.slice/kubepods-besteffort.slice"
-
-
-def query(sock, word):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(10)
-    s.connect(sock)
-    s.sendall(word.encode() + b"\n")
-    out = b""
-    while True:
-        b = s.recv(1 << 16)
-        if not b:
-            break
-        out += b
-    s.close()
-    return json.loads(out.decode())
 
 
 def cgroup2_root():
@@ -126,17 +113,17 @@ def run_thpd(args, tmp, root):
         end = time.monotonic() + 30
         while True:
             try:
-                if query(sock, "json")["daemon"]["passes"] >= 1:
+                if status(sock)["daemon"]["passes"] >= 1:
                     break
             except (OSError, ValueError):
                 if time.monotonic() > end:
                     sys.exit("thpd did not start")
                 time.sleep(0.05)
         time.sleep(5)
-        s0 = query(sock, "json")
+        s0 = status(sock)
         t0 = time.monotonic()
         time.sleep(args.seconds)
-        s1 = query(sock, "json")
+        s1 = status(sock)
         wall = time.monotonic() - t0
         cpu = s1["daemon"]["cpu_seconds"] - s0["daemon"]["cpu_seconds"]
         matched = sum(r.get("processes", 0) for r in s1["rules"])
