@@ -25,7 +25,7 @@
 static void check_line_parser(const char *text, size_t size)
 {
 	uint64_t start = 0xdeadbeef, end = 0xdeadbeef;
-	int r = maps_parse_line(text, size, &start, &end);
+	int r = vma_walk_parse_line(text, size, &start, &end);
 
 	if (r != 0 && r != -EINVAL)
 		abort();
@@ -33,7 +33,7 @@ static void check_line_parser(const char *text, size_t size)
 		abort();
 	/* Every prefix too: the walk hands the parser partial buffers. */
 	for (size_t n = 0; n < size && n < 64; n++) {
-		r = maps_parse_line(text, n, &start, &end);
+		r = vma_walk_parse_line(text, n, &start, &end);
 		if (r == 0 && !(start < end))
 			abort();
 	}
@@ -116,7 +116,7 @@ static void check_line_reader(const uint8_t *data, int fd, size_t size)
 /*
  * smaps_next_advice() reads a header and then jumps to the entry's
  * VmFlags line, the last line of every entry the kernel writes.  Its
- * specification, one line at a time: a header (a line maps_parse_line()
+ * specification, one line at a time: a header (a line vma_walk_parse_line()
  * takes) starts an entry; in an entry, the first line that starts with
  * "VmFlags:" ends it with its hg/nh (other lines, other 'V' lines too, are
  * passed over); the end of the file ends an open entry without advice.
@@ -136,7 +136,7 @@ static int advice_ref_next(struct advice_ref *ref, struct smaps_advice *a)
 
 	while ((r = line_reader_next(&ref->lr, &line, &len)) == 1) {
 		if (!ref->have) {
-			if (maps_parse_line(line, len, &s, &e) == 0) {
+			if (vma_walk_parse_line(line, len, &s, &e) == 0) {
 				ref->cur = (struct smaps_advice){ .start = s, .end = e };
 				ref->have = true;
 			}

@@ -273,7 +273,7 @@ static void advise_line(const char *line, const char *end, unsigned int *advised
 	/* Nameless, [heap] or [anon:...]; not [stack], [vdso], [vvar], files. */
 	if (name != end && strncmp(name, "[heap]", 6) && strncmp(name, "[anon:", 6))
 		return;
-	if (maps_parse_line(line, (size_t)(end - line), &start, &stop))
+	if (vma_walk_parse_line(line, (size_t)(end - line), &start, &stop))
 		return;
 	if (sys_madvise(start, stop - start, MADV_HUGEPAGE) == 0)
 		(*advised)++;

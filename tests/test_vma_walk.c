@@ -170,7 +170,7 @@ START_TEST(walk_in_any_order)
 		size_t ll = nl ? (size_t)(nl - l) : (size_t)(e - l);
 		uint64_t s, t;
 
-		if (!maps_parse_line(l, ll, &s, &t) && s < (1ULL << 63))
+		if (!vma_walk_parse_line(l, ll, &s, &t) && s < (1ULL << 63))
 			ref[n++] = (struct thp_vma){ .start = s, .end = t };
 		l += ll + 1;
 	}
@@ -225,11 +225,11 @@ START_TEST(maps_line_parser)
 	uint64_t s, e;
 	const char *good = "7f0000000000-7f0000201000 rw-p 00000000 00:00 0 ";
 
-	ck_assert_int_eq(maps_parse_line(good, strlen(good), &s, &e), 0);
+	ck_assert_int_eq(vma_walk_parse_line(good, strlen(good), &s, &e), 0);
 	ck_assert_uint_eq(s, 0x7f0000000000ULL);
 	ck_assert_uint_eq(e, 0x7f0000201000ULL);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ck_assert_msg(maps_parse_line(bad[i], strlen(bad[i]), &s, &e) == -EINVAL,
+		ck_assert_msg(vma_walk_parse_line(bad[i], strlen(bad[i]), &s, &e) == -EINVAL,
 			      "accepted \"%s\"", bad[i]);
 }
 END_TEST
@@ -304,7 +304,7 @@ START_TEST(maps_line_parser_random)
 			}
 		}
 		line[len] = 0;
-		r1 = maps_parse_line(line, len, &s1, &e1);
+		r1 = vma_walk_parse_line(line, len, &s1, &e1);
 		r2 = ref_parse_line(line, len, &s2, &e2);
 		ck_assert_msg(r1 == r2 && (r1 || (s1 == s2 && e1 == e2)),
 			      "\"%s\": parser %d %llx-%llx, reference %d %llx-%llx", line, r1,

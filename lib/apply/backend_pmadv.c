@@ -19,7 +19,7 @@ static int pmadv_can_apply(const struct thp_caps *c, const struct thp_target *t,
 		report_set_detail("this kernel lacks the RFC process_madvise() PMADV_* flags");
 		return -EOPNOTSUPP;
 	}
-	return process_madvise_check(c, t, advice);
+	return backend_process_madvise_check(c, t, advice);
 }
 
 static int pmadv_apply_entire(const struct thp_target *t, int advice)
@@ -42,6 +42,6 @@ const struct thp_backend_ops backend_pmadv_ops = {
 	.id = THP_BACKEND_PMADV,
 	.name = "pmadv",
 	.can_apply = pmadv_can_apply,
-	.apply_vec = process_madvise_vec,
+	.apply_vec = backend_process_madvise_vec,
 	.apply_entire = pmadv_apply_entire,
 };

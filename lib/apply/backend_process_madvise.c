@@ -10,7 +10,7 @@
 #include "internal.h"
 #include "syscall.h"
 
-int process_madvise_check(const struct thp_caps *c, const struct thp_target *t, int advice)
+int backend_process_madvise_check(const struct thp_caps *c, const struct thp_target *t, int advice)
 {
 	if (!c->process_madvise) {
 		report_set_detail("this kernel has no process_madvise()");
@@ -32,8 +32,8 @@ int process_madvise_check(const struct thp_caps *c, const struct thp_target *t, 
 	return 0;
 }
 
-long process_madvise_vec(const struct thp_target *t, const struct iovec *iov,
-			 size_t n, int advice)
+long backend_process_madvise_vec(const struct thp_target *t, const struct iovec *iov,
+				 size_t n, int advice)
 {
 	const iovec_alias *v = (const iovec_alias *)iov;
 	long done = 0;
@@ -65,6 +65,6 @@ long process_madvise_vec(const struct thp_target *t, const struct iovec *iov,
 const struct thp_backend_ops backend_process_madvise_ops = {
 	.id = THP_BACKEND_PROCESS_MADVISE,
 	.name = "process_madvise",
-	.can_apply = process_madvise_check,
-	.apply_vec = process_madvise_vec,
+	.can_apply = backend_process_madvise_check,
+	.apply_vec = backend_process_madvise_vec,
 };

@@ -58,7 +58,7 @@ static const struct thp_backend_ops *backend_search(unsigned int want, const str
 	}
 	if (want == THP_BACKEND_AUTO) {
 		/* process_madvise() says best why the kernel cannot (remote, old kernel). */
-		*err = process_madvise_check(c, t, advice);
+		*err = backend_process_madvise_check(c, t, advice);
 		if (!*err)
 			*err = -EOPNOTSUPP;
 		return NULL;

@@ -160,8 +160,8 @@ typedef struct __attribute__((may_alias)) {
 } iovec_alias;
 
 /* Shared by the two process_madvise() backends. */
-int process_madvise_check(const struct thp_caps *c, const struct thp_target *t, int advice);
-long process_madvise_vec(const struct thp_target *t, const struct iovec *iov,
+int backend_process_madvise_check(const struct thp_caps *c, const struct thp_target *t, int advice);
+long backend_process_madvise_vec(const struct thp_target *t, const struct iovec *iov,
 			 size_t n, int advice);
 
 extern const struct thp_backend_ops backend_pmadv_ops;
@@ -187,7 +187,7 @@ struct thp_vma {
 };
 
 /*
- * /proc/PID/smaps one mapping at a time, in address order (query.c).  The
+ * /proc/PID/smaps one mapping at a time, in address order (smaps.c).  The
  * kernel formats every entry it is asked for (page table walks for Rss):
  * stop reading as soon as the rest is not needed.
  */
@@ -236,8 +236,6 @@ int smaps_next_advice(struct smaps_reader *sr, struct smaps_advice *a);
  * no file, not shared, not VM_IO/VM_PFNMAP.  Advice is not considered.
  */
 bool smaps_private_anon(const struct thp_mapping_state *m, const struct smaps_extra *x);
-/* Bytes of [start, end) in whole extents of @unit (a power of two). */
-uint64_t aligned_span(uint64_t start, uint64_t end, uint64_t unit);
 
 struct thp_vma_walk {
 	struct line_reader text; /* /proc/PID/maps; its fd also takes PROCMAP_QUERY */
@@ -263,7 +261,7 @@ int vma_walk_open(struct thp_vma_walk *w, const struct thp_target *t, bool full)
 int vma_walk_next(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v);
 void vma_walk_close(struct thp_vma_walk *w);
 /* Parse one /proc/PID/maps line's range.  0 or -EINVAL. */
-int maps_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end);
+int vma_walk_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end);
 
 /* ---- engine.c: the engine shared by every range backend ---- */
 

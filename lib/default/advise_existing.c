@@ -102,7 +102,7 @@ static void count_one(void *arg, const struct thp_target *self, const struct sma
 		*n += !st->huge && !st->nohuge && st->start < KERNEL_HALF;
 }
 
-int count_unadvised(uint64_t *n)
+int advise_existing_count_unadvised(uint64_t *n)
 {
 	*n = 0;
 	return each_own_mapping(count_one, n);

@@ -99,7 +99,7 @@ static int validate_rfc_prctl(const struct thp_default_opts *o)
 
 	if (!(o->flags & THP_DEFAULT_F_RFC_PRCTL))
 		return 0;
-	rfc_prctl_numbers(o, &set, &get);
+	default_mechanisms_rfc_numbers(o, &set, &get);
 	if (set == RFC_PR_SET_THP_POLICY_POSTED && get == RFC_PR_GET_THP_POLICY_POSTED)
 		return 0;
 	if (set <= MAINLINE_PRCTL_MAX || get <= MAINLINE_PRCTL_MAX || set == get) {
@@ -352,9 +352,9 @@ static int get_default_locked(struct thp_default_opts *o)
 		o->backend_used = THP_BACKEND_PRCTL_DISABLE;
 		goto out;
 	}
-	declared = rfc_prctl_numbers(o, &set, &get);
+	declared = default_mechanisms_rfc_numbers(o, &set, &get);
 	if (declared) {
-		r = rfc_prctl_handshake(get);
+		r = default_mechanisms_rfc_handshake(get);
 		if (r == RFC_PR_THP_POLICY_DEFAULT_HUGE || r == RFC_PR_THP_POLICY_DEFAULT_NOHUGE) {
 			o->policy = r == RFC_PR_THP_POLICY_DEFAULT_HUGE ? THP_POLICY_HUGE
 									: THP_POLICY_NOHUGE;

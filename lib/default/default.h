@@ -33,9 +33,9 @@ struct default_mechanism_ops {
 extern const struct default_mechanism_ops *const default_mechanisms[DEFAULT_MECHANISMS];
 
 /* The RFC prctl numbers, if the caller or the build declared them; else false. */
-bool rfc_prctl_numbers(const struct thp_default_opts *o, int *set, int *get);
+bool default_mechanisms_rfc_numbers(const struct thp_default_opts *o, int *set, int *get);
 /* PR_GET_THP_POLICY with number @get: 0, 1 or 2, else -EOPNOTSUPP with a detail. */
-long rfc_prctl_handshake(int get);
+long default_mechanisms_rfc_handshake(int get);
 
 /* ---- default_probe.c: fresh mappings and the probe children ---- */
 
@@ -58,7 +58,7 @@ int default_probe_pmadv_persists(int advice, bool clean);
 /* ---- advise_existing.c: the pass over the caller's existing mappings ---- */
 
 /* The caller's mappings with neither MADV_HUGEPAGE nor MADV_NOHUGEPAGE. */
-int count_unadvised(uint64_t *n);
+int advise_existing_count_unadvised(uint64_t *n);
 /* Advise the existing mappings not advised the other way; *changed: how many changed. */
 int advise_existing(int advice, uint64_t *changed);
 

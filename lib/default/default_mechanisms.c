@@ -18,7 +18,7 @@
 #include "thp_config.h"
 
 /* The RFC prctl numbers, if the caller or the build declared them; else false. */
-bool rfc_prctl_numbers(const struct thp_default_opts *o, int *set, int *get)
+bool default_mechanisms_rfc_numbers(const struct thp_default_opts *o, int *set, int *get)
 {
 	if (o->flags & THP_DEFAULT_F_RFC_PRCTL) {
 		*set = o->prctl_set ? o->prctl_set : RFC_PR_SET_THP_POLICY_POSTED;
@@ -41,7 +41,7 @@ bool rfc_prctl_numbers(const struct thp_default_opts *o, int *set, int *get)
  * both EINVAL for these arguments, while the set number 78 would change the
  * futex hash (PR_FUTEX_HASH_SET_SLOTS is 1, the RFC's DEFAULT_NOHUGE).
  */
-long rfc_prctl_handshake(int get)
+long default_mechanisms_rfc_handshake(int get)
 {
 	long r = sys_prctl(get, 0, 0, 0, 0);
 
@@ -114,14 +114,14 @@ static int set_by_rfc_prctl(struct default_set *s)
 	int set = s->set, get = s->get, advice = s->advice;
 	bool advises = o->policy != THP_POLICY_SYSTEM, huge = false, nohuge = false;
 	uint64_t before = 0, after = 0;
-	long r = rfc_prctl_handshake(get);
+	long r = default_mechanisms_rfc_handshake(get);
 	int err;
 
 	if (r < 0)
 		return (int)r;
 	s->prev_rfc = r;
 	if (advises) {
-		err = count_unadvised(&before);
+		err = advise_existing_count_unadvised(&before);
 		if (err)
 			return err;
 	}
@@ -151,7 +151,7 @@ static int set_by_rfc_prctl(struct default_set *s)
 		}
 	}
 	if (!err)
-		err = count_unadvised(&after);
+		err = advise_existing_count_unadvised(&after);
 	if (err) {
 		/* Back to where it was: the caller goes on from that state. */
 		sys_prctl(set, (unsigned long)s->prev_rfc, 0, 0, 0);
@@ -214,7 +214,7 @@ static int set_existing_only(struct default_set *s)
 static bool rfc_prctl_fits(struct default_set *s, const struct thp_caps *c)
 {
 	(void)c;
-	return s->o->policy != THP_POLICY_NEVER && rfc_prctl_numbers(s->o, &s->set, &s->get);
+	return s->o->policy != THP_POLICY_NEVER && default_mechanisms_rfc_numbers(s->o, &s->set, &s->get);
 }
 
 static bool pmadv_fits(struct default_set *s, const struct thp_caps *c)

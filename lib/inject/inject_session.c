@@ -208,7 +208,7 @@ static int inject_stop(struct inject_session *s)
 static int find_syscall_ip(struct inject_session *s)
 {
 	uint64_t ip = 0;
-	int err = vdso_syscall_ip(s->t->pid, s->tid, &ip);
+	int err = inject_vdso_syscall_ip(s->t->pid, s->tid, &ip);
 
 	if (!err)
 		s->syscall_ip = (unsigned long)ip;

@@ -73,7 +73,7 @@ static int peek(pid_t tid, uint64_t addr, void *buf, size_t len)
 	return got < 0 ? -errno : -EFAULT;
 }
 
-int vdso_syscall_ip(pid_t pid, pid_t tid, uint64_t *ip)
+int inject_vdso_syscall_ip(pid_t pid, pid_t tid, uint64_t *ip)
 {
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph;

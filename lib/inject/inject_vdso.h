@@ -12,6 +12,6 @@
  * vDSO; -ENOEXEC: no syscall instruction in it; -EPERM with detail: it
  * cannot be read; -ESRCH; -ENOMEM.  Nothing of the target is written.
  */
-int vdso_syscall_ip(pid_t pid, pid_t tid, uint64_t *ip);
+int inject_vdso_syscall_ip(pid_t pid, pid_t tid, uint64_t *ip);
 
 #endif

@@ -458,8 +458,8 @@ static void folios_open(struct pass *p)
 	 * run.  Frames hidden: the scan of the first extent finds that out and
 	 * the source is none, as the figures are for such a caller.
 	 */
-	p->small_none = p->folios && folio_small_anon_none(&pi, p->pmd) == 1 &&
-			folio_frames_visible() == 1;
+	p->small_none = p->folios && folio_scan_small_anon_none(&pi, p->pmd) == 1 &&
+			folio_scan_frames_visible() == 1;
 }
 
 static int run_pass(struct pass *p)

@@ -242,7 +242,7 @@ int folio_scan_range(struct folio_scan *fs, uint64_t start, uint64_t end, struct
 	return 0;
 }
 
-int folio_small_anon_none(const struct thp_probe_info *pi, uint64_t pmd_size)
+int folio_scan_small_anon_none(const struct thp_probe_info *pi, uint64_t pmd_size)
 {
 	bool counted = false;
 
@@ -270,7 +270,7 @@ int folio_small_anon_none(const struct thp_probe_info *pi, uint64_t pmd_size)
 	return counted;
 }
 
-int folio_frames_visible(void)
+int folio_scan_frames_visible(void)
 {
 	uint64_t here = 0;
 	/* @here is on this thread's stack: a present page. */

@@ -48,11 +48,11 @@ void folio_scan_close(struct folio_scan *fs);
  * 0 when one exists, or a counter is missing (6.12 has them) or unreadable.
  * @pi: the folio sizes as probe_folio_sizes() read them.
  */
-int folio_small_anon_none(const struct thp_probe_info *pi, uint64_t pmd_size);
+int folio_scan_small_anon_none(const struct thp_probe_info *pi, uint64_t pmd_size);
 /*
  * 1 when pagemap shows this caller frame numbers (CAP_SYS_ADMIN of the
  * opener; the same for every process's pagemap), else 0.
  */
-int folio_frames_visible(void);
+int folio_scan_frames_visible(void);
 
 #endif

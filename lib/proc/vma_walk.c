@@ -91,7 +91,7 @@ static int parse_hex(const char **pp, const char *end, uint64_t *out)
 	return 0;
 }
 
-int maps_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end)
+int vma_walk_parse_line(const char *line, size_t len, uint64_t *start, uint64_t *end)
 {
 	const char *p = line, *e = line + len;
 
@@ -152,7 +152,7 @@ static int walk_text(struct thp_vma_walk *w, uint64_t addr, struct thp_vma *v)
 	while ((r = line_reader_next(&w->text, &line, &len)) == 1) {
 		uint64_t s, e;
 
-		if (maps_parse_line(line, len, &s, &e))
+		if (vma_walk_parse_line(line, len, &s, &e))
 			continue;
 		/*
 		 * The vsyscall page is not a VMA and cannot be advised.  Known by
