@@ -67,18 +67,25 @@ static bool read_status(const char *buf, struct top_proc *p)
 }
 
 /*
- * Where a process's huge pages come from, from its smaps: libthp-preload.so
- * mapped (thpctl run --policy huge without the agent), or a range it
- * advised itself (VmFlags hg).  Read only for processes that hold huge
- * pages, when their rollup is read: a page-table walk like the rollup's.
+ * Where a process's huge pages come from, read only for processes that
+ * hold some, when their rollup is read.  The preload: thp_get_default()'s
+ * answer, the library's own check (libthp-preload.so mapped and not
+ * switched off), as thpctl status gives it.  Its own advice: a range with
+ * VmFlags hg in its smaps (a page-table walk like the rollup's).
  */
 static void read_origin(int procfd, const char *pid, struct top_proc *p)
 {
+	struct thp_default_opts d = { .sz = sizeof(d) };
 	char path[300], *line = NULL;
 	size_t cap = 0;
 	FILE *f;
 	int fd;
 
+	d.pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	if (d.pidfd >= 0) {
+		p->preload = thp_get_default(&d) == 0 && d.backend_used == THP_BACKEND_PRELOAD;
+		close(d.pidfd);
+	}
 	snprintf(path, sizeof(path), "%s/smaps", pid);
 	fd = openat(procfd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || !(f = fdopen(fd, "re"))) {
@@ -86,14 +93,8 @@ static void read_origin(int procfd, const char *pid, struct top_proc *p)
 			close(fd);
 		return;
 	}
-	while (getline(&line, &cap, f) > 0) {
-		if (!strncmp(line, "VmFlags:", 8)) {
-			if (strstr(line, " hg"))
-				p->advised = true;
-		} else if (strstr(line, "/libthp-preload.so")) {
-			p->preload = true;
-		}
-	}
+	while (!p->advised && getline(&line, &cap, f) > 0)
+		p->advised = !strncmp(line, "VmFlags:", 8) && strstr(line, " hg");
 	free(line);
 	fclose(f);
 }
