@@ -69,8 +69,8 @@ int inject_check_seccomp(pid_t pid, long mode);
 int inject_check_access(const struct thp_target *t, pid_t pid, pid_t tid);
 /*
  * Syscall user dispatch would not turn the call into a SIGSYS: 0, 1 (safe
- * with SIGSYS unblocked for the call: inject_sigsys_unblock()), or
- * -EPERM / -ESRCH.
+ * with SIGSYS unblocked for the call, which inject_session.c then does),
+ * or -EPERM / -ESRCH.
  */
 int inject_check_dispatch(struct inject_session *s);
 /* @sig is a SIGSYS that the injected call itself raised. */
