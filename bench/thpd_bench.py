@@ -57,15 +57,30 @@ def start_daemon(args, tmp, exe, interval):
     d = subprocess.Popen([args.thpd, "--config", conf, "--config-dir", os.path.join(tmp, "none"),
                           "--socket", sock, "--interval", str(interval)],
                          stderr=subprocess.DEVNULL)
-    end = time.monotonic() + 30
+    wait_first_pass(sock)
+    return d, sock
+
+
+def wait_first_pass(sock, timeout=30):
+    """Until the thpd on @sock has made a pass; exits when none within @timeout s."""
+    end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:
             if status(sock)["daemon"]["passes"] >= 1:
-                return d, sock
+                return
         except (OSError, ValueError):
             pass
         time.sleep(0.05)
     raise SystemExit("thpd did not start")
+
+
+def window(sock, seconds):
+    """thpd's status before and after @seconds, and the wall time between them."""
+    st0 = status(sock)
+    t0 = time.monotonic()
+    time.sleep(seconds)
+    st1 = status(sock)
+    return st0, st1, time.monotonic() - t0
 
 
 def stop(ps):
@@ -102,11 +117,7 @@ def steady(args, tmp, exe):
         if c == prev:
             break
         prev = c
-    st0 = status(sock)
-    t0 = time.monotonic()
-    time.sleep(args.seconds)
-    st1 = status(sock)
-    wall = time.monotonic() - t0
+    st0, st1, wall = window(sock, args.seconds)
     cpu = st1["daemon"]["cpu_seconds"] - st0["daemon"]["cpu_seconds"]
     passes = st1["daemon"]["passes"] - st0["daemon"]["passes"]
     with open(f"/proc/{d.pid}/status") as f:

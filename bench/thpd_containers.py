@@ -28,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from thpd_bench import status  # noqa: E402  (thpd's JSON status over its socket)
+from thpd_bench import wait_first_pass, window  # noqa: E402  (thpd over its socket)
 
 SLICE = "kubepods.slice/kubepods-besteffort.slice"
 
@@ -110,21 +110,9 @@ def run_thpd(args, tmp, root):
                           "--socket", sock, "--interval", "1000"],
                          env=env, stderr=subprocess.DEVNULL)
     try:
-        end = time.monotonic() + 30
-        while True:
-            try:
-                if status(sock)["daemon"]["passes"] >= 1:
-                    break
-            except (OSError, ValueError):
-                if time.monotonic() > end:
-                    sys.exit("thpd did not start")
-                time.sleep(0.05)
+        wait_first_pass(sock)
         time.sleep(5)
-        s0 = status(sock)
-        t0 = time.monotonic()
-        time.sleep(args.seconds)
-        s1 = status(sock)
-        wall = time.monotonic() - t0
+        s0, s1, wall = window(sock, args.seconds)
         cpu = s1["daemon"]["cpu_seconds"] - s0["daemon"]["cpu_seconds"]
         matched = sum(r.get("processes", 0) for r in s1["rules"])
         return cpu / wall * 100, matched
