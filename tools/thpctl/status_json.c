@@ -9,6 +9,22 @@
 
 #include "json.h"
 #include "status.h"
+#include "thpctl.h"
+
+void thpctl_json_policy(struct json *j, const char *policy)
+{
+	if (policy) {
+		json_string(j, "policy", policy);
+		json_begin_array(j, "policy_candidates");
+		json_string(j, NULL, policy);
+	} else {
+		json_null(j, "policy");
+		json_begin_array(j, "policy_candidates");
+		json_string(j, NULL, thp_policy_name(THP_POLICY_SYSTEM));
+		json_string(j, NULL, thp_policy_name(THP_POLICY_NOHUGE));
+	}
+	json_end_array(j);
+}
 
 int status_print_json(const struct status_opts *o, const struct status_data *d)
 {
@@ -20,11 +36,8 @@ int status_print_json(const struct status_opts *o, const struct status_data *d)
 	json_bool(&j, "self", d->self);
 
 	json_begin_object(&j, "default");
+	thpctl_json_policy(&j, d->policy_known ? thp_policy_name(d->def.policy) : NULL);
 	if (d->policy_known) {
-		json_string(&j, "policy", thp_policy_name(d->def.policy));
-		json_begin_array(&j, "policy_candidates");
-		json_string(&j, NULL, thp_policy_name(d->def.policy));
-		json_end_array(&j);
 		json_string(&j, "backend", thp_backend_name(d->def.backend_used));
 		json_bool(&j, "persistent", d->def.persistent);
 		if (d->def.backend_used == THP_BACKEND_PRELOAD)
@@ -35,11 +48,6 @@ int status_print_json(const struct status_opts *o, const struct status_data *d)
 			json_null(&j, "persistent_by");
 		json_null(&j, "detail");
 	} else {
-		json_null(&j, "policy");
-		json_begin_array(&j, "policy_candidates");
-		json_string(&j, NULL, thp_policy_name(THP_POLICY_SYSTEM));
-		json_string(&j, NULL, thp_policy_name(THP_POLICY_NOHUGE));
-		json_end_array(&j);
 		json_null(&j, "backend");
 		json_null(&j, "persistent");
 		json_null(&j, "persistent_by");

@@ -58,6 +58,13 @@ void thpctl_daemon_table(const struct jval *doc);
  */
 struct jval *thpctl_daemon_document(const char *socket_path, char **answer, size_t *len);
 int thpctl_cmd_top(int argc, char **argv);
+/*
+ * status_json.c: a process's "policy" and "policy_candidates" in --json
+ * (doc/thpctl-json.md): @policy's name, or NULL for system or nohuge,
+ * which another process's /proc does not tell apart.
+ */
+struct json;
+void thpctl_json_policy(struct json *j, const char *policy);
 
 /* "thpctl: <message>\n" on stderr (cli.c). */
 void thpctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "thpctl.h"
 #include "thpd_interface.h"
 #include "top.h"
 
@@ -168,18 +169,7 @@ int top_print_json(const struct top_snapshot *s)
 			json_null(&j, "thp_disabled");
 		else
 			json_bool(&j, "thp_disabled", p->thp_disabled);
-		if (!strcmp(p->policy, TOP_SYSTEM_OR_NOHUGE)) {
-			json_null(&j, "policy");
-			json_begin_array(&j, "policy_candidates");
-			json_string(&j, NULL, "system");
-			json_string(&j, NULL, "nohuge");
-			json_end_array(&j);
-		} else {
-			json_string(&j, "policy", p->policy);
-			json_begin_array(&j, "policy_candidates");
-			json_string(&j, NULL, p->policy);
-			json_end_array(&j);
-		}
+		thpctl_json_policy(&j, strcmp(p->policy, TOP_SYSTEM_OR_NOHUGE) ? p->policy : NULL);
 		json_string(&j, "source", p->source);
 		json_string(&j, "rule", p->rule[0] ? p->rule : NULL);
 		if (!p->nr_sizes) {
