@@ -3,7 +3,6 @@
 """thp-oci-hook against real processes, with the state a runtime would send.
 
     test_oci_hook.py --hook PATH --hooks-json PATH [--linkage static-pie|dynamic] CASE
-    test_oci_hook.py --hook PATH bench [N]
 
 Each case starts a child that stands for a container's init process: it
 waits on a pipe (as runc init and crun's child wait for "start"), then
@@ -17,7 +16,6 @@ import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -265,48 +263,6 @@ def case_linkage(args):
         check(PT_INTERP in types, "dynamic: PT_INTERP (a sanitizer build)")
 
 
-def timed_run(exe, text):
-    """Wall time and CPU time (user + system, its children included) of one run, in ms."""
-    r, w = os.pipe()
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    t = time.perf_counter_ns()
-    # posix_spawn: no copy of this interpreter runs before the exec to be counted.
-    pid = os.posix_spawn(exe, [exe], os.environ, file_actions=[
-        (os.POSIX_SPAWN_DUP2, r, 0), (os.POSIX_SPAWN_DUP2, devnull, 1),
-        (os.POSIX_SPAWN_DUP2, devnull, 2)])
-    os.close(r)
-    os.close(devnull)
-    os.write(w, text.encode())
-    os.close(w)
-    _, _, ru = os.wait4(pid, 0)
-    return (time.perf_counter_ns() - t) / 1e6, (ru.ru_utime + ru.ru_stime) * 1e3
-
-
-def bench(args):
-    """The hook against a waiting init, the hook with nothing to do, and cat(1), interleaved.
-
-    Every figure includes this interpreter's spawn; bench/oci_hook_cost.c times the
-    hook as a runtime starts it, without that.
-    """
-    n = args.n
-    runs = {}
-    cat = shutil.which("cat")
-    for i in range(n):
-        init = Init()
-        rows = [("cat", cat, state(init.pid, "never")),
-                ("hook no pid", args.hook, json.dumps({"annotations": {ANNOTATION: "never"}})),
-                ("hook never", args.hook, state(init.pid, "never"))]
-        for name, exe, text in rows if i % 2 else rows[::-1]:
-            wall, cpu = timed_run(exe, text)
-            runs.setdefault(name + ", wall", []).append(wall)
-            runs.setdefault(name + ", CPU", []).append(cpu)
-        init.start()
-    for name, ms in sorted(runs.items()):
-        ms.sort()
-        print("%-18s n=%d median %6.2f ms  p10 %6.2f  p90 %6.2f  max %7.2f" % (
-            name, n, statistics.median(ms), ms[n // 10], ms[n * 9 // 10], ms[-1]))
-
-
 CASES = {"policies": case_policies, "soft": case_soft, "required": case_required,
          "other_user": case_other_user, "hooks_json": case_hooks_json, "linkage": case_linkage}
 
@@ -317,12 +273,8 @@ def main():
     ap.add_argument("--hooks-json")
     ap.add_argument("--linkage", choices=("static-pie", "dynamic"), default="dynamic",
                     help="how meson linked the hook")
-    ap.add_argument("case", choices=list(CASES) + ["bench"])
-    ap.add_argument("n", nargs="?", type=int, default=50)
+    ap.add_argument("case", choices=list(CASES))
     args = ap.parse_args()
-    if args.case == "bench":
-        bench(args)
-        return 0
     if args.case not in ("hooks_json", "linkage"):
         with open("/proc/self/status") as f:
             if "THP_enabled:" not in f.read():
