@@ -84,12 +84,20 @@ class Workload:
             return None
 
     def wait_touched(self):
+        """Until its memory is touched and its huge bytes hold still for 0.5 s
+        (the agent collapses it after the touch): a snapshot then has one
+        value to agree with."""
         deadline = time.monotonic() + 60
+        last = None
         while time.monotonic() < deadline:
             self.pid = self.pid or self.find()
             r = rollup(self.pid) if self.pid else None
             if r and r.get("Anonymous", 0) >= self.size:
-                return True
+                if last is not None and r.get("AnonHugePages", 0) == last:
+                    return True
+                last = r.get("AnonHugePages", 0)
+                time.sleep(0.5)
+                continue
             time.sleep(0.1)
         return False
 
