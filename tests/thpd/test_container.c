@@ -536,6 +536,18 @@ static void test_flood(void)
 	for (int i = 0; i < THPD_CTR_CACHE_MAX; i++)
 		thpd_ctr_put(mine[i]);
 	CHECK(thpd_ctr_stats()->entries == 0, "entries left: %llu", (unsigned long long)thpd_ctr_stats()->entries);
+	/* Their containers gone, the user has their whole room again. */
+	kept = 0;
+	for (int i = 0; i < THPD_CTR_ROOTLESS_USER_MAX; i++) {
+		snprintf(id, sizeof(id), "%064x", i + 1);
+		mine[i] = get("/user.slice/user-4321.slice/user@4321.service/user.slice/libpod-%s.scope", id);
+		kept += mine[i] != NULL;
+	}
+	CHECK(kept == THPD_CTR_ROOTLESS_USER_MAX, "%zu of %d rootless containers cached after the flood ended",
+	      kept, THPD_CTR_ROOTLESS_USER_MAX);
+	for (int i = 0; i < THPD_CTR_ROOTLESS_USER_MAX; i++)
+		thpd_ctr_put(mine[i]);
+	CHECK(thpd_ctr_stats()->entries == 0, "entries left: %llu", (unsigned long long)thpd_ctr_stats()->entries);
 }
 
 static uint64_t now_ns(clockid_t clk)

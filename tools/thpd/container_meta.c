@@ -122,10 +122,20 @@ fail:
 /* --- the cache -------------------------------------------------------------- */
 
 #define NHASH 256
+#define NOWNERS 64
+
+/* How many rootless containers one user has in the cache. */
+struct owner_count {
+	uid_t uid;
+	unsigned int n;
+	struct owner_count *next;
+};
 
 static struct {
 	int rootfd;
 	struct thpd_ctr *hash[NHASH];
+	struct owner_count *owners[NOWNERS];
+	size_t rootless; /* rootless containers, of every user */
 	struct thpd_ctr_stats stats;
 } cache = { .rootfd = -1 };
 
@@ -147,6 +157,15 @@ void thpd_ctr_fini(void)
 			free(c);
 		}
 	}
+	for (size_t i = 0; i < NOWNERS; i++) {
+		while (cache.owners[i]) {
+			struct owner_count *o = cache.owners[i];
+
+			cache.owners[i] = o->next;
+			free(o);
+		}
+	}
+	cache.rootless = 0;
 	if (cache.rootfd >= 0)
 		close(cache.rootfd);
 	cache.rootfd = -1;
@@ -295,23 +314,52 @@ static size_t hash_of(const char *id)
  * them) is read again by a new process of it, at most this often. */
 #define RETRY_NS (1000ULL * 1000000ULL)
 
-/*
- * Room for another rootless container of @owner.  A user makes cgroups
- * (and records, up to THPD_CTR_RECORD_MAX each) in their own subtree at
- * will: without a bound of their own, theirs would fill the cache, leave
- * root's containers unidentified and hold gigabytes of their records.
- */
-static bool rootless_room(uid_t owner)
+static struct owner_count **owner_slot(uid_t owner)
 {
-	size_t all = 0, mine = 0;
+	struct owner_count **pp = &cache.owners[owner % NOWNERS];
 
-	for (size_t i = 0; i < NHASH; i++)
-		for (const struct thpd_ctr *c = cache.hash[i]; c; c = c->next)
-			if (c->rootless) {
-				all++;
-				mine += c->owner == owner;
-			}
-	return all < THPD_CTR_CACHE_MAX / 2 && mine < THPD_CTR_ROOTLESS_USER_MAX;
+	while (*pp && (*pp)->uid != owner)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/*
+ * Room for another rootless container of @owner, counted as it is taken
+ * (false when there is none, or no memory to count it).  A user makes
+ * cgroups (and records, up to THPD_CTR_RECORD_MAX each) in their own
+ * subtree at will: without a bound of their own, theirs would fill the
+ * cache, leave root's containers unidentified and hold gigabytes of their
+ * records.  Counters, not a walk of the cache: such a user's every new
+ * process asks.
+ */
+static bool rootless_take(uid_t owner)
+{
+	struct owner_count **pp = owner_slot(owner);
+
+	if (cache.rootless >= THPD_CTR_CACHE_MAX / 2 || (*pp && (*pp)->n >= THPD_CTR_ROOTLESS_USER_MAX))
+		return false;
+	if (!*pp) {
+		*pp = calloc(1, sizeof(**pp));
+		if (!*pp)
+			return false;
+		(*pp)->uid = owner;
+	}
+	(*pp)->n++;
+	cache.rootless++;
+	return true;
+}
+
+static void rootless_release(uid_t owner)
+{
+	struct owner_count **pp = owner_slot(owner), *o = *pp;
+
+	if (!o)
+		return;
+	cache.rootless--;
+	if (--o->n == 0) {
+		*pp = o->next;
+		free(o);
+	}
 }
 
 struct thpd_ctr *thpd_ctr_get(const char *cgroup_text)
@@ -333,11 +381,14 @@ struct thpd_ctr *thpd_ctr_get(const char *cgroup_text)
 		c->refs++;
 		return c;
 	}
-	if (cache.stats.entries >= THPD_CTR_CACHE_MAX || (ref.rootless && !rootless_room(ref.owner)))
+	if (cache.stats.entries >= THPD_CTR_CACHE_MAX || (ref.rootless && !rootless_take(ref.owner)))
 		return NULL;
 	c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
+		if (ref.rootless)
+			rootless_release(ref.owner);
 		return NULL;
+	}
 	memcpy(c->id, ref.id, sizeof(c->id));
 	c->rootless = ref.rootless;
 	c->owner = ref.owner;
@@ -360,6 +411,8 @@ void thpd_ctr_put(struct thpd_ctr *c)
 		;
 	if (*pp)
 		*pp = c->next;
+	if (c->rootless)
+		rootless_release(c->owner);
 	thpd_ctr_clear(c);
 	free(c);
 	cache.stats.entries--;
