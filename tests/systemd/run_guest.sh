@@ -96,10 +96,6 @@ for extra in "${@:8}"; do
 		mkdir -p "$work/payload/usr/local/lib" && cp -L "$dep" "$work/payload/usr/local/lib/" || exit 1
 	done
 done
-# The containers test's steps by default: those that passed end to end
-# here (doc/testing.md); leaks and docker did not finish in time on
-# 2026-12-06 and run only when THP_SYSTEMD_CT_STEPS names them.
-ct_steps="crun runc"
 cat >"$work/payload/opt/libthp-vmtest/conf" <<-CONF
 THPCTL=$thpctl_dest
 PRELOAD_DIR=$(dirname "$preload_dest")
@@ -118,8 +114,9 @@ SECCOMP_TARGET=/usr/local/libexec/libthp-vmtest/seccomp_target
 CT_FILL_MIB=${THP_SYSTEMD_CT_FILL_MIB:-256}
 CT_HUGE_SECONDS=${THP_SYSTEMD_CT_HUGE_SECONDS:-120}
 CT_SHORT_LIVED=${THP_SYSTEMD_CT_SHORT_LIVED:-100}
-CT_PARALLEL=${THP_SYSTEMD_CT_PARALLEL:-8}
-CT_STEPS="${THP_SYSTEMD_CT_STEPS:-$ct_steps}"
+CT_PARALLEL=${THP_SYSTEMD_CT_PARALLEL:-4}
+CT_RUN_SECONDS=${THP_SYSTEMD_CT_RUN_SECONDS:-180}
+CT_STEPS="${THP_SYSTEMD_CT_STEPS:-crun runc leaks docker}"
 CT_CACHE_METRIC=${THP_SYSTEMD_CT_CACHE_METRIC:-thpd_container_cache_entries}
 OCI_HOOK=${oci_hook_dest:-}
 OCI_HOOK_JSON=${oci_hook_json_dest:-}
