@@ -65,52 +65,14 @@ def region(pid, addr):
     return out
 
 
-KPF_COMPOUND_HEAD = 1 << 15
-KPF_COMPOUND_TAIL = 1 << 16
-
-
-def folio_bytes(pid, addr, length):
-    """Bytes of the range in folios of each size (pages per folio), read from
-    the process's pagemap and /proc/kpageflags (root): a reference of the
-    test's own, independent of thpd and of the machine's other processes."""
-    page = os.sysconf("SC_PAGE_SIZE")
-    n = length // page
-    with open(f"/proc/{pid}/pagemap", "rb") as f:
-        f.seek(addr // page * 8)
-        raw = f.read(n * 8)
-    pfns = [e & ((1 << 55) - 1) if e >> 63 else 0
-            for e in (int.from_bytes(raw[i:i + 8], "little") for i in range(0, len(raw), 8))]
-    flags = {}
-    fd = os.open("/proc/kpageflags", os.O_RDONLY)
-    try:
-        i = 0
-        while i < len(pfns):
-            # One read per run of consecutive frames.
-            j = i + 1
-            while j < len(pfns) and pfns[i] and pfns[j] == pfns[j - 1] + 1:
-                j += 1
-            if pfns[i]:
-                buf = os.pread(fd, (j - i) * 8, pfns[i] * 8)
-                for k in range(j - i):
-                    flags[pfns[i] + k] = int.from_bytes(buf[k * 8:k * 8 + 8], "little")
-            i = j
-    finally:
-        os.close(fd)
-    sizes = {}
-    i = 0
-    while i < len(pfns):
-        f0 = flags.get(pfns[i], 0) if pfns[i] else 0
-        if not pfns[i]:
-            i += 1
-            continue
-        j = i + 1
-        if f0 & KPF_COMPOUND_HEAD:
-            while (j < len(pfns) and pfns[j] == pfns[j - 1] + 1 and
-                   flags.get(pfns[j], 0) & KPF_COMPOUND_TAIL):
-                j += 1
-        sizes[j - i] = sizes.get(j - i, 0) + (j - i) * page
-        i = j
-    return sizes
+def folio_bytes(args, pid, addr, length):
+    """Bytes of the range by folio order, from tests/folio_ref.c (pagemap and
+    /proc/kpageflags, root): a reference of the tests' own, independent of
+    thpd and of the machine's other processes."""
+    out = subprocess.run([args.folio_ref, str(pid), str(addr), str(length)],
+                         capture_output=True, text=True)
+    check(out.returncode == 0, f"folio_ref_tool: {out.stderr.strip()}")
+    return {int(o): int(b) for o, b in (line.split() for line in out.stdout.splitlines())}
 
 
 PR_SET_THP_DISABLE = 41
@@ -1949,10 +1911,10 @@ def case_sizes(args, tmp):
         kernel = (after - before) * 65536
         smaps = region(w.pid, w.addr)
         check(smaps.get("AnonHugePages", -1) == 0, f"AnonHugePages with 2 MiB never: {smaps}")
-        ref = folio_bytes(w.pid, w.addr, w.len)
-        ref64 = ref.get(65536 // os.sysconf("SC_PAGE_SIZE"), 0)
+        ref = folio_bytes(args, w.pid, w.addr, w.len)
+        ref64 = ref.get((65536 // os.sysconf("SC_PAGE_SIZE")).bit_length() - 1, 0)
         check(ref64 >= 0.9 * w.len, f"{ref64 >> 10} kB of {w.len >> 10} kB advised in 64 KiB folios "
-              f"(pages per folio: bytes {ref})")
+              f"(order: bytes {ref})")
         check(kernel >= ref64, f"the kernel counted {kernel >> 10} kB in 64 KiB folios, fewer than "
               f"the {ref64 >> 10} kB in the workload's")
         d.start()
@@ -2028,6 +1990,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--thpd", required=True)
     ap.add_argument("--workload", required=True)
+    ap.add_argument("--folio-ref", required=True, help="tests/thpd/folio_ref_tool")
     ap.add_argument("case", choices=sorted(CASES))
     args = ap.parse_args()
     if os.geteuid() != 0:
